@@ -1,0 +1,97 @@
+#!/usr/bin/env -S npx tsx
+// The one command-line entry: check, build, serve, ledger verify. Each has --help.
+import { Command, Option } from 'commander';
+import { resolve } from 'node:path';
+import { localAddresses } from './generator/addresses.ts';
+import { CatalogErrors } from './generator/errors.ts';
+
+const program = new Command()
+  .name('lds')
+  .description('Data-product catalogue and metered draw service for EU legal data')
+  .showHelpAfterError();
+
+const DEFAULT_ORIGIN = 'http://127.0.0.1:8080';
+
+program
+  .command('check')
+  .description('validate catalog-src/ (every file against its schema, then across files) and report every error at once')
+  .option('--src <dir>', 'publisher definitions', 'catalog-src')
+  .action(async (o: { src: string }) => {
+    const { loadCatalogSrc } = await import('./generator/load.ts');
+    const cat = await loadCatalogSrc(resolve(o.src));
+    console.log(`catalog-src is valid: ${cat.products.length} products, ${cat.sources.size} sources, ${cat.licences.size} licence${cat.licences.size === 1 ? '' : 's'}`);
+  });
+
+program
+  .command('build')
+  .description('build dist/ (catalogue, DCAT, agent card, machine index, OpenAPI, docs, pages, hosting config) and the private unit store')
+  .option('--src <dir>', 'publisher definitions', 'catalog-src')
+  .option('--out <dir>', 'output folder, replaced only when the build succeeds', process.env.LDS_DIST_DIR ?? 'dist')
+  .option('--store-root <dir>', 'unit store root (private, never published)', process.env.LDS_STORE_DIR ?? 'var/store')
+  .option('--local [origin]', `point every service address at a local origin (default ${DEFAULT_ORIGIN})`)
+  .option('--base-url <url>', 'override base_url (also LDS_BASE_URL); must end in /v1')
+  .option('--mcp-url <url>', 'override mcp_url (also LDS_MCP_URL)')
+  .option('--docs-url <url>', 'override docs_url (also LDS_DOCS_URL)')
+  .option('--publisher-url <url>', 'override publisher_url (also LDS_PUBLISHER_URL)')
+  .option('--skip-bad-records', 'skip malformed input records (counted in the report) instead of failing the build')
+  .option('--no-store', 'do not ingest data: counts stay zero and _health says why')
+  .addOption(new Option('--source-date-epoch <seconds>', 'build clock for reproducible output (also SOURCE_DATE_EPOCH)').argParser((v) => Number(v)))
+  .action(async (o) => {
+    const { build } = await import('./generator/build.ts');
+    const { loadCatalogSrc } = await import('./generator/load.ts');
+    let addresses: Record<string, string> = {};
+    if (o.local) {
+      const cat = await loadCatalogSrc(resolve(o.src));
+      addresses = { ...localAddresses(o.local === true ? DEFAULT_ORIGIN : o.local, cat.settings.addresses.publisher_url) };
+    }
+    for (const [flag, key] of [['baseUrl', 'base_url'], ['mcpUrl', 'mcp_url'], ['docsUrl', 'docs_url'], ['publisherUrl', 'publisher_url']] as const)
+      if (o[flag]) addresses[key] = o[flag];
+    const started = Date.now();
+    const result = await build({
+      srcDir: o.src,
+      outDir: o.out,
+      storeRoot: o.storeRoot,
+      addresses,
+      noStore: o.store === false,
+      skipBadRecords: !!o.skipBadRecords,
+      sourceDateEpoch: o.sourceDateEpoch,
+      progress: (msg) => console.error(`[build] ${msg}`),
+    });
+    console.log(result.report);
+    console.log(`built ${result.version} (${result.files} files in ${result.outDir}; store ${result.storeVersion ?? 'not built'}) in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+  });
+
+program
+  .command('serve')
+  .description('serve dist/, the draw and balance API, MCP and A2A (builds first when dist/ or the store is missing)')
+  .option('--port <n>', 'port (also PORT)', process.env.PORT ?? '8080')
+  .option('--host <addr>', 'address to listen on (also HOST)', process.env.HOST ?? '127.0.0.1')
+  .action(async (o: { port: string; host: string }) => {
+    const { serveFromCli } = await import('./payments/serve.ts');
+    await serveFromCli({ port: Number(o.port), host: o.host });
+  });
+
+const ledger = program.command('ledger').description('ledger operations');
+ledger
+  .command('verify')
+  .description('verify the whole ledger: entries sum to zero, balances match, nothing debited or credited twice; exits 1 on any violation')
+  .option('--dir <dir>', 'ledger database', process.env.LDS_LEDGER_DIR ?? 'var/ledger')
+  .action(async (o: { dir: string }) => {
+    const { verifyLedger, formatViolations } = await import('./payments/ledger-verify.ts');
+    const violations = await verifyLedger(resolve(o.dir));
+    if (violations.length) {
+      console.error(formatViolations(violations));
+      process.exitCode = 1;
+    } else console.log(`ledger ${o.dir}: clean`);
+  });
+
+try {
+  await program.parseAsync();
+} catch (err) {
+  if (err instanceof CatalogErrors) {
+    console.error(err.message);
+  } else {
+    console.error(`error: ${(err as Error).message}`);
+  }
+  process.exitCode = 1;
+}

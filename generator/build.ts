@@ -1,0 +1,132 @@
+// The build: validate catalog-src, build the unit store, compute the catalogue, emit every
+// document into a temporary folder, then swap it in as dist/. A failure at any step leaves the
+// previous dist/ and unit store exactly as they were.
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { buildCatalogue } from './catalog.ts';
+import { EMITTERS } from './emit/index.ts';
+import { emitHostingConfig } from './emit/headers.ts';
+import type { EmitContext, OutputFile } from './emit/types.ts';
+import { resolveAddresses } from './addresses.ts';
+import { loadCatalogSrc } from './load.ts';
+import type { Addresses, CatalogSrc, StoreSummary } from './model.ts';
+import { contentVersion } from './version.ts';
+
+export interface BuildOptions {
+  srcDir: string;
+  outDir: string;
+  storeRoot: string;
+  addresses?: Partial<Addresses>;
+  /** Skip ingestion: counts are zero and _health says the store was not built. */
+  noStore?: boolean;
+  skipBadRecords?: boolean;
+  /** Seconds since the epoch; defaults to SOURCE_DATE_EPOCH, then the clock. */
+  sourceDateEpoch?: number;
+  progress?: (msg: string) => void;
+}
+
+export interface BuildResult {
+  version: string;
+  storeVersion: string | null;
+  files: number;
+  outDir: string;
+  report: string;
+}
+
+export function buildTime(epoch?: number, env: NodeJS.ProcessEnv = process.env): string {
+  const fromEnv = env.SOURCE_DATE_EPOCH;
+  const seconds = epoch ?? (fromEnv !== undefined && fromEnv !== '' ? Number(fromEnv) : undefined);
+  if (seconds !== undefined && (!Number.isInteger(seconds) || seconds < 0)) throw new Error(`SOURCE_DATE_EPOCH must be whole seconds since 1970: ${fromEnv}`);
+  return new Date(seconds !== undefined ? seconds * 1000 : Date.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+function emptyStore(builtAt: string): StoreSummary {
+  return { store_version: null, computed_at: builtAt, products: {}, notes: {} };
+}
+
+/**
+ * Everything the emitters need, computed in memory. The version hashes the whole content that the
+ * documents are made from: inputs, addresses, clock and what the store holds.
+ */
+export function emitContext(cat: CatalogSrc, addresses: Addresses, store: StoreSummary, builtAt: string): EmitContext {
+  const content = {
+    settings: cat.settings,
+    licences: [...cat.licences.values()],
+    sources: [...cat.sources.values()],
+    products: cat.products,
+    addresses,
+    catalogue: buildCatalogue(cat, addresses, store, builtAt, ''),
+  };
+  const version = contentVersion('catalogue', content);
+  return { cat, addresses, builtAt, version, catalogue: buildCatalogue(cat, addresses, store, builtAt, version) };
+}
+
+export function renderAll(ctx: EmitContext): OutputFile[] {
+  const files = EMITTERS.flatMap((emit) => emit(ctx));
+  const all = [...files, ...emitHostingConfig(ctx, files)];
+  const seen = new Set<string>();
+  for (const f of all) {
+    if (seen.has(f.path)) throw new Error(`two documents claim ${f.path}`);
+    seen.add(f.path);
+    if (/json/.test(f.contentType)) JSON.parse(f.body); // never publish a document that does not parse
+  }
+  return all.sort((a, b) => a.path.localeCompare(b.path));
+}
+
+async function writeTree(dir: string, files: OutputFile[]): Promise<void> {
+  for (const f of files) {
+    const target = join(dir, f.path);
+    await mkdir(dirname(target), { recursive: true });
+    await writeFile(target, f.body);
+  }
+}
+
+/** Replace outDir with the freshly written tmpDir: two renames, the old tree removed last. */
+async function swapIn(tmpDir: string, outDir: string): Promise<void> {
+  const old = `${outDir}.old-${process.pid}`;
+  let hadOld = true;
+  try {
+    await rename(outDir, old);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    hadOld = false;
+  }
+  await rename(tmpDir, outDir);
+  if (hadOld) await rm(old, { recursive: true, force: true });
+}
+
+export async function build(opts: BuildOptions): Promise<BuildResult> {
+  const progress = opts.progress ?? (() => {});
+  const srcDir = resolve(opts.srcDir);
+  const outDir = resolve(opts.outDir);
+  const builtAt = buildTime(opts.sourceDateEpoch);
+
+  progress(`checking ${srcDir}`);
+  const cat = await loadCatalogSrc(srcDir);
+  const addresses = resolveAddresses(cat.settings.addresses, opts.addresses ?? {});
+
+  let store = emptyStore(builtAt);
+  let report = 'unit store: not built (--no-store)';
+  if (!opts.noStore) {
+    const { buildUnitStore } = await import('./store/build-store.ts');
+    const built = await buildUnitStore(cat, { storeRoot: resolve(opts.storeRoot), builtAt, skipBadRecords: !!opts.skipBadRecords, progress });
+    store = built;
+    report = built.report;
+  }
+
+  progress('rendering documents');
+  const ctx = emitContext(cat, addresses, store, builtAt);
+  const files = renderAll(ctx);
+
+  const tmpDir = `${outDir}.tmp-${process.pid}`;
+  await rm(tmpDir, { recursive: true, force: true });
+  try {
+    await writeTree(tmpDir, files);
+    await swapIn(tmpDir, outDir);
+  } catch (err) {
+    await rm(tmpDir, { recursive: true, force: true });
+    throw err;
+  }
+  progress(`wrote ${files.length} files to ${outDir} (${ctx.version})`);
+  return { version: ctx.version, storeVersion: store.store_version, files: files.length, outDir, report };
+}
