@@ -66,7 +66,26 @@ program
   .description('serve dist/, the draw and balance API, MCP and A2A (builds first when dist/ or the store is missing)')
   .option('--port <n>', 'port (also PORT)', process.env.PORT ?? '8080')
   .option('--host <addr>', 'address to listen on (also HOST)', process.env.HOST ?? '127.0.0.1')
-  .action(async (o: { port: string; host: string }) => {
+  .option('--rebuild', 'rebuild dist/ and the unit store before serving')
+  .action(async (o: { port: string; host: string; rebuild?: boolean }) => {
+    const { existsSync } = await import('node:fs');
+    const distDir = process.env.LDS_DIST_DIR ?? 'dist';
+    const storeRoot = process.env.LDS_STORE_DIR ?? 'var/store';
+    // A fresh clone has neither: build them for the address we are about to listen on.
+    if (o.rebuild || !existsSync(resolve(distDir, 'v1/lds/_catalog')) || !existsSync(resolve(storeRoot, 'CURRENT'))) {
+      const { build } = await import('./generator/build.ts');
+      const { loadCatalogSrc } = await import('./generator/load.ts');
+      const cat = await loadCatalogSrc(resolve('catalog-src'));
+      const host = o.host.includes(':') ? `[${o.host}]` : o.host;
+      const result = await build({
+        srcDir: 'catalog-src',
+        outDir: distDir,
+        storeRoot,
+        addresses: localAddresses(`http://${host}:${o.port}`, cat.settings.addresses.publisher_url),
+        progress: (msg) => console.error(`[build] ${msg}`),
+      });
+      console.error(`[build] ${result.version} ready`);
+    }
     const { serveFromCli } = await import('./payments/serve.ts');
     await serveFromCli({ port: Number(o.port), host: o.host });
   });

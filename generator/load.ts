@@ -110,6 +110,8 @@ export async function loadCatalogSrc(root: string): Promise<CatalogSrc> {
   const sourceFiles = new Map<string, string>();
   for (const f of await jsonFiles(join(root, 'sources'))) {
     const rel = `sources/${f}`;
+    // A file that exists but is broken is reported once, not again by every product naming it.
+    sourceFiles.set(f.replace(/\.json$/, ''), rel);
     const src = await read<Source>(rel, 'source');
     if (!src) continue;
     if (`${src.id}.json` !== f) errors.push({ file: rel, pointer: '/id', reason: `id "${src.id}" does not match the file name` });
@@ -135,13 +137,14 @@ export async function loadCatalogSrc(root: string): Promise<CatalogSrc> {
     if (src.ruling && src.unit && !src.data?.length && !src.no_data_reason)
       errors.push({ file: rel, pointer: '/no_data_reason', reason: 'a served source without data must say why (no_data_reason)' });
     sources.set(src.id, src);
-    sourceFiles.set(src.id, rel);
   }
 
   const products: ProductSrc[] = [];
+  const productFiles = new Set<string>();
   const seenSlugs = new Map<string, string>();
   for (const f of await jsonFiles(join(root, 'products'))) {
     const rel = `products/${f}`;
+    productFiles.add(f.replace(/\.json$/, ''));
     const p = await read<ProductSrc>(rel, 'product');
     if (!p) continue;
     if (`${p.product_id}.json` !== f) errors.push({ file: rel, pointer: '/product_id', reason: `product_id "${p.product_id}" does not match the file name` });
@@ -149,7 +152,7 @@ export async function loadCatalogSrc(root: string): Promise<CatalogSrc> {
     seenSlugs.set(p.slug, rel);
     const seen = new Set<string>();
     p.sources.forEach((s, i) => {
-      if (!sources.has(s.source) && !sourceFiles.has(s.source)) {
+      if (!sourceFiles.has(s.source)) {
         errors.push({ file: rel, pointer: pointer('sources', i, 'source'), reason: `unknown source "${s.source}" (no sources/${s.source}.json)` });
       }
       if (seen.has(s.source)) errors.push({ file: rel, pointer: pointer('sources', i, 'source'), reason: `source "${s.source}" is listed twice` });
@@ -166,7 +169,7 @@ export async function loadCatalogSrc(root: string): Promise<CatalogSrc> {
   if (settings) {
     const ids = new Set(products.map((p) => p.product_id));
     settings.agent_skill_order.forEach((id, i) => {
-      if (!ids.has(id)) errors.push({ file: 'catalogue.json', pointer: pointer('agent_skill_order', i), reason: `unknown product "${id}"` });
+      if (!ids.has(id) && !productFiles.has(id)) errors.push({ file: 'catalogue.json', pointer: pointer('agent_skill_order', i), reason: `unknown product "${id}"` });
     });
     for (const id of ids)
       if (!settings.agent_skill_order.includes(id)) errors.push({ file: 'catalogue.json', pointer: '/agent_skill_order', reason: `product "${id}" is missing` });
