@@ -54,6 +54,7 @@ export function emitContext(cat: CatalogSrc, addresses: Addresses, store: StoreS
     licences: [...cat.licences.values()],
     sources: [...cat.sources.values()],
     products: cat.products,
+    inputs_sha256: cat.inputs_sha256 ?? null,
     addresses,
     catalogue: buildCatalogue(cat, addresses, store, builtAt, ''),
   };

@@ -71,6 +71,20 @@ async function sha256File(path: string): Promise<string | null> {
 }
 
 /**
+ * One digest over every input file, so that any change under catalog-src/ (a EuroVoc label that only
+ * the DCAT documents show, a data file) changes the catalogue version.
+ */
+async function treeSha256(root: string): Promise<string> {
+  const files = (await readdir(root, { recursive: true, withFileTypes: true }))
+    .filter((e) => e.isFile())
+    .map((e) => relative(root, join(e.parentPath ?? (e as unknown as { path: string }).path, e.name)))
+    .sort();
+  const h = createHash('sha256');
+  for (const f of files) h.update(`${f}\0${await sha256File(join(root, f))}\n`);
+  return h.digest('hex');
+}
+
+/**
  * Loads and validates catalog-src/. Throws CatalogErrors listing every problem found.
  */
 export async function loadCatalogSrc(root: string): Promise<CatalogSrc> {
@@ -176,9 +190,6 @@ export async function loadCatalogSrc(root: string): Promise<CatalogSrc> {
   }
   if (errors.length || !settings) throw new CatalogErrors(errors);
   products.sort((a, b) => a.product_id.localeCompare(b.product_id));
-  return { root, settings, licences, sources, products };
+  return { root, settings, licences, sources, products, inputs_sha256: await treeSha256(root) };
 }
 
-export function relativeTo(root: string, path: string): string {
-  return relative(root, path);
-}

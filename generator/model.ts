@@ -110,6 +110,8 @@ export interface CatalogSrc {
   licences: Map<string, Licence>;
   sources: Map<string, Source>;
   products: ProductSrc[];
+  /** SHA-256 over every file under catalog-src/ (path + content): data files and tables included. */
+  inputs_sha256?: string;
 }
 
 /** Rows and units a product serves from one source, as counted in the unit store. */

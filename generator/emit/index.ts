@@ -1,8 +1,14 @@
 // Every document the build publishes, in emit order. _headers and the nginx config are derived
 // from the list of files the others produce (see headers.ts), so they are not listed here.
 import { emitCatalogue } from './catalogue.ts';
+import { emitDcat } from './dcat.ts';
+import { emitAgentCard } from './agent-card.ts';
+import { emitLinkset } from './linkset.ts';
 import type { Emitter } from './types.ts';
 
 export const EMITTERS: Emitter[] = [
   emitCatalogue,
+  emitDcat,
+  emitAgentCard,
+  emitLinkset,
 ];
