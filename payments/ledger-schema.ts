@@ -1,0 +1,104 @@
+// The LevelDB layout of the ledger, shared by the writer (ledger.ts) and the auditor
+// (ledger-verify.ts) so the two can never disagree about where a record lives.
+//
+// Money is integer cents everywhere. Every state change writes, in one synced batch:
+//   - the business record (top-up `t:` or draw `d:`),
+//   - its uniqueness claims (`c:` challenge, `p:` payment reference, `q:` quote),
+//   - two double-entry lines (`e:`) that sum to zero,
+//   - the new balance (`b:`) and a statement line (`s:`) for the buyer's history.
+// Accounts: `clearing:<processor>` (money the processor owes us; goes negative as buyers pay),
+// `balance:<token hash>` (prepaid money we owe the buyer) and `revenue` (money earned by draws).
+
+export const K = {
+  balance: (hash: string) => `b:${hash}`,
+  topup: (id: string) => `t:${id}`,
+  draw: (id: string) => `d:${id}`,
+  challenge: (challengeId: string) => `c:${challengeId}`,
+  payment: (processor: string, reference: string) => `p:${processor}:${reference}`,
+  quote: (quoteId: string) => `q:${quoteId}`,
+  entry: (seq: number) => `e:${seqKey(seq)}`,
+  statement: (hash: string, seq: number) => `s:${hash}:${seqKey(seq)}`,
+} as const;
+
+export const PREFIX = { balance: 'b:', topup: 't:', draw: 'd:', challenge: 'c:', payment: 'p:', quote: 'q:', entry: 'e:', statement: 's:' } as const;
+
+/** Fixed-width so that key order is numeric order. */
+export function seqKey(seq: number): string {
+  return String(seq).padStart(16, '0');
+}
+
+export const ACCOUNT = {
+  balance: (hash: string) => `balance:${hash}`,
+  clearing: (processor: string) => `clearing:${processor}`,
+  revenue: 'revenue',
+} as const;
+
+export interface BalanceRecord {
+  token_hash: string;
+  currency: string;
+  cents: number;
+  created_at: string;
+  /** seq of the last entry that changed this balance */
+  last_seq: number;
+}
+
+export interface TopupRecord {
+  topup_id: string;
+  token_hash: string;
+  amount_cents: number;
+  currency: string;
+  processor: string;
+  /** MPP challenge id: credits at most once */
+  challenge_id: string;
+  /** processor payment reference (Stripe PaymentIntent id): credits at most once */
+  payment_ref: string;
+  created_balance: boolean;
+  balance_after_cents: number;
+  at: string;
+}
+
+export interface DrawRecord {
+  draw_id: string;
+  quote_id: string;
+  token_hash: string;
+  amount_cents: number;
+  currency: string;
+  product_id?: string;
+  balance_after_cents: number;
+  at: string;
+  /** the service's own record of what was delivered (units hash etc.), stored verbatim */
+  draw: unknown;
+}
+
+export interface EntryRecord {
+  seq: number;
+  /** `topup:<id>` or `draw:<id>` */
+  txn: string;
+  account: string;
+  /** signed: + credit to the account, - debit */
+  cents: number;
+  currency: string;
+  at: string;
+}
+
+export interface StatementRecord {
+  kind: 'topup' | 'draw';
+  id: string;
+  amount_cents: number;
+  currency: string;
+  balance_after_cents: number;
+  at: string;
+  quote_id?: string;
+  product_id?: string;
+}
+
+export interface ClaimRecord {
+  topup_id?: string;
+  draw_id?: string;
+  token_hash?: string;
+}
+
+export const txnOf = {
+  topup: (id: string) => `topup:${id}`,
+  draw: (id: string) => `draw:${id}`,
+};

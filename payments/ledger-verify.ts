@@ -1,0 +1,277 @@
+// Independent audit of a ledger directory (`ledger verify` in the CLI).
+//
+// It recomputes everything from the raw records instead of trusting any stored total:
+//   - all entries sum to zero per currency, and each transaction's entries sum to zero;
+//   - every entry belongs to an existing top-up or draw and matches its amount and accounts;
+//   - every balance equals its credits minus its debits, and never went negative at any point;
+//   - no quote debited twice; no challenge and no processor payment credited twice;
+//   - every claim names the record that owns it and every record has its claim.
+// Each violation carries the offending raw records (key and value) so an operator can act on it.
+import { access } from 'node:fs/promises';
+import { Level } from 'level';
+import { ACCOUNT, K, PREFIX, type BalanceRecord, type ClaimRecord, type DrawRecord, type EntryRecord, type TopupRecord } from './ledger-schema.ts';
+
+export interface ViolationRecord {
+  key: string;
+  value: unknown;
+}
+
+export interface Violation {
+  /** stable machine code, e.g. 'balance_mismatch' */
+  code:
+    | 'malformed_record'
+    | 'unbalanced_total'
+    | 'unbalanced_txn'
+    | 'orphan_entry'
+    | 'entry_mismatch'
+    | 'unknown_account'
+    | 'balance_mismatch'
+    | 'negative_balance'
+    | 'quote_debited_twice'
+    | 'challenge_credited_twice'
+    | 'payment_credited_twice'
+    | 'claim_mismatch';
+  message: string;
+  records: ViolationRecord[];
+}
+
+interface Scan {
+  balances: Map<string, { key: string; value: BalanceRecord }>;
+  topups: Map<string, { key: string; value: TopupRecord }>;
+  draws: Map<string, { key: string; value: DrawRecord }>;
+  entries: { key: string; value: EntryRecord }[];
+  claims: Map<string, { key: string; value: ClaimRecord }>; // by full key (c:, p:, q:)
+  malformed: ViolationRecord[];
+}
+
+/** Anything with a LevelDB-style iterator over [key, JSON value]. */
+export interface IterableDb {
+  iterator(): AsyncIterable<[string, unknown]>;
+}
+
+/** Opens the ledger directory (the service must not be running: LevelDB takes an exclusive lock). */
+export async function verifyLedger(dir: string): Promise<Violation[]> {
+  await access(dir); // a missing directory is an operator error, not an empty (clean) ledger
+  const db = new Level<string, unknown>(dir, { valueEncoding: 'json', createIfMissing: false });
+  await db.open();
+  try {
+    return await verifyLedgerDb(db);
+  } finally {
+    await db.close();
+  }
+}
+
+/** Audits an open database with a single iterator, i.e. over one consistent snapshot. */
+export async function verifyLedgerDb(db: IterableDb): Promise<Violation[]> {
+  const scan = await readAll(db);
+  const out: Violation[] = [];
+  const add = (code: Violation['code'], message: string, records: ViolationRecord[]) => out.push({ code, message, records });
+
+  for (const m of scan.malformed) add('malformed_record', `record ${m.key} does not have the expected shape`, [m]);
+
+  // 1. Conservation: all entries sum to zero per currency.
+  const totals = new Map<string, number>();
+  for (const { value } of scan.entries) totals.set(value.currency, (totals.get(value.currency) ?? 0) + value.cents);
+  for (const [currency, sum] of totals) {
+    if (sum !== 0) add('unbalanced_total', `entries in ${currency} sum to ${sum} cents, not zero`, []);
+  }
+
+  // 2. Per transaction: entries sum to zero and match the owning record.
+  const byTxn = new Map<string, { key: string; value: EntryRecord }[]>();
+  for (const e of scan.entries) {
+    const list = byTxn.get(e.value.txn) ?? [];
+    list.push(e);
+    byTxn.set(e.value.txn, list);
+  }
+  for (const [txn, list] of byTxn) {
+    const sum = list.reduce((s, e) => s + e.value.cents, 0);
+    if (sum !== 0) add('unbalanced_txn', `transaction ${txn} entries sum to ${sum} cents, not zero`, list);
+    const [kind, id] = splitTxn(txn);
+    if (kind === 'topup') {
+      const t = scan.topups.get(id);
+      if (!t) {
+        add('orphan_entry', `entries of ${txn} have no top-up record`, list);
+        continue;
+      }
+      const expected = [
+        { account: ACCOUNT.clearing(t.value.processor), cents: -t.value.amount_cents },
+        { account: ACCOUNT.balance(t.value.token_hash), cents: t.value.amount_cents },
+      ];
+      if (!entriesMatch(list, expected, t.value.currency)) add('entry_mismatch', `entries of ${txn} do not move ${t.value.amount_cents} cents from clearing to the balance`, [t, ...list]);
+    } else if (kind === 'draw') {
+      const d = scan.draws.get(id);
+      if (!d) {
+        add('orphan_entry', `entries of ${txn} have no draw record`, list);
+        continue;
+      }
+      const expected = [
+        { account: ACCOUNT.balance(d.value.token_hash), cents: -d.value.amount_cents },
+        { account: ACCOUNT.revenue, cents: d.value.amount_cents },
+      ];
+      if (!entriesMatch(list, expected, d.value.currency)) add('entry_mismatch', `entries of ${txn} do not move ${d.value.amount_cents} cents from the balance to revenue`, [d, ...list]);
+    } else {
+      add('orphan_entry', `entries name an unknown transaction kind: ${txn}`, list);
+    }
+  }
+  for (const t of scan.topups.values()) {
+    if (!byTxn.has(`topup:${t.value.topup_id}`)) add('entry_mismatch', `top-up ${t.value.topup_id} has no ledger entries`, [t]);
+  }
+  for (const d of scan.draws.values()) {
+    if (!byTxn.has(`draw:${d.value.draw_id}`)) add('entry_mismatch', `draw ${d.value.draw_id} has no ledger entries`, [d]);
+  }
+
+  // 3. Balances: stored value equals credits minus debits, and the running value never dips below zero.
+  const running = new Map<string, { cents: number; entries: { key: string; value: EntryRecord }[]; wentNegative: { key: string; value: EntryRecord } | null }>();
+  for (const e of scan.entries) {
+    // scan.entries is in key order, i.e. seq order: the order the changes were made.
+    const account = e.value.account;
+    if (!account.startsWith('balance:')) continue;
+    const r = running.get(account) ?? { cents: 0, entries: [], wentNegative: null };
+    r.cents += e.value.cents;
+    r.entries.push(e);
+    if (r.cents < 0 && !r.wentNegative) r.wentNegative = e;
+    running.set(account, r);
+  }
+  for (const [account, r] of running) {
+    const hash = account.slice('balance:'.length);
+    const b = scan.balances.get(hash);
+    if (!b) {
+      add('unknown_account', `entries credit or debit ${account} but no balance record exists`, r.entries);
+      continue;
+    }
+    if (r.wentNegative) add('negative_balance', `balance ${hash.slice(0, 8)}… went below zero`, [b, r.wentNegative]);
+  }
+  for (const b of scan.balances.values()) {
+    const r = running.get(ACCOUNT.balance(b.value.token_hash));
+    const computed = r?.cents ?? 0;
+    if (b.key !== K.balance(b.value.token_hash)) add('malformed_record', `balance record ${b.key} names token hash ${b.value.token_hash}`, [b]);
+    if (b.value.cents !== computed) add('balance_mismatch', `balance ${b.value.token_hash.slice(0, 8)}… is stored as ${b.value.cents} cents but its entries give ${computed}`, [b, ...(r?.entries ?? [])]);
+    if (b.value.cents < 0) add('negative_balance', `balance ${b.value.token_hash.slice(0, 8)}… is negative`, [b]);
+  }
+
+  // 4. Exactly once: no quote debited twice, no challenge / payment credited twice.
+  duplicates(scan.draws.values(), (d) => d.quote_id, (id, recs) => add('quote_debited_twice', `quote ${id} was debited ${recs.length} times`, recs));
+  duplicates(scan.topups.values(), (t) => t.challenge_id, (id, recs) => add('challenge_credited_twice', `challenge ${id} was credited ${recs.length} times`, recs));
+  duplicates(scan.topups.values(), (t) => `${t.processor}:${t.payment_ref}`, (id, recs) => add('payment_credited_twice', `payment ${id} was credited ${recs.length} times`, recs));
+
+  // 5. Claims and records point at each other.
+  for (const d of scan.draws.values()) {
+    const c = scan.claims.get(K.quote(d.value.quote_id));
+    if (!c || c.value.draw_id !== d.value.draw_id) {
+      // a duplicate debit is already reported above; only report a missing or foreign claim once
+      if (!c) add('claim_mismatch', `draw ${d.value.draw_id} has no claim for quote ${d.value.quote_id}`, [d]);
+    }
+  }
+  for (const t of scan.topups.values()) {
+    const c = scan.claims.get(K.challenge(t.value.challenge_id));
+    if (!c) add('claim_mismatch', `top-up ${t.value.topup_id} has no claim for challenge ${t.value.challenge_id}`, [t]);
+    const p = scan.claims.get(K.payment(t.value.processor, t.value.payment_ref));
+    if (!p) add('claim_mismatch', `top-up ${t.value.topup_id} has no claim for payment ${t.value.payment_ref}`, [t]);
+  }
+  for (const c of scan.claims.values()) {
+    if (c.key.startsWith(PREFIX.quote)) {
+      const d = c.value.draw_id ? scan.draws.get(c.value.draw_id) : undefined;
+      if (!d || K.quote(d.value.quote_id) !== c.key || d.value.token_hash !== c.value.token_hash) add('claim_mismatch', `quote claim ${c.key} does not name a matching draw`, d ? [c, d] : [c]);
+    } else {
+      const t = c.value.topup_id ? scan.topups.get(c.value.topup_id) : undefined;
+      const owns = t && (K.challenge(t.value.challenge_id) === c.key || K.payment(t.value.processor, t.value.payment_ref) === c.key);
+      if (!owns) add('claim_mismatch', `claim ${c.key} does not name a matching top-up`, t ? [c, t] : [c]);
+    }
+  }
+  return out;
+}
+
+/** Human-readable report for the CLI: one block per violation, records as JSON. */
+export function formatViolations(violations: Violation[]): string {
+  if (violations.length === 0) return 'ledger verified: no violations';
+  const lines = [`ledger verification found ${violations.length} violation${violations.length === 1 ? '' : 's'}:`];
+  violations.forEach((v, i) => {
+    lines.push(`${i + 1}. [${v.code}] ${v.message}`);
+    for (const r of v.records) lines.push(`     ${r.key} = ${JSON.stringify(r.value)}`);
+  });
+  return lines.join('\n');
+}
+
+// ------------------------------------------------------------------------------------------
+
+async function readAll(db: IterableDb): Promise<Scan> {
+  const scan: Scan = { balances: new Map(), topups: new Map(), draws: new Map(), entries: [], claims: new Map(), malformed: [] };
+  for await (const [key, value] of db.iterator()) {
+    const rec = { key, value };
+    const v = value as Record<string, unknown> | null;
+    const bad = () => scan.malformed.push(rec);
+    if (!v || typeof v !== 'object') {
+      bad();
+      continue;
+    }
+    switch (key.slice(0, 2)) {
+      case PREFIX.balance:
+        if (isStr(v.token_hash) && isCents(v.cents, true) && isStr(v.currency)) scan.balances.set(v.token_hash, rec as { key: string; value: BalanceRecord });
+        else bad();
+        break;
+      case PREFIX.topup:
+        if (isStr(v.topup_id) && isStr(v.token_hash) && isCents(v.amount_cents) && isStr(v.currency) && isStr(v.processor) && isStr(v.challenge_id) && isStr(v.payment_ref))
+          scan.topups.set(v.topup_id, rec as { key: string; value: TopupRecord });
+        else bad();
+        break;
+      case PREFIX.draw:
+        if (isStr(v.draw_id) && isStr(v.quote_id) && isStr(v.token_hash) && isCents(v.amount_cents) && isStr(v.currency)) scan.draws.set(v.draw_id, rec as { key: string; value: DrawRecord });
+        else bad();
+        break;
+      case PREFIX.entry:
+        if (isStr(v.txn) && isStr(v.account) && isCents(v.cents, true) && isStr(v.currency)) scan.entries.push(rec as { key: string; value: EntryRecord });
+        else bad();
+        break;
+      case PREFIX.challenge:
+      case PREFIX.payment:
+        if (isStr(v.topup_id)) scan.claims.set(key, rec as { key: string; value: ClaimRecord });
+        else bad();
+        break;
+      case PREFIX.quote:
+        if (isStr(v.draw_id) && isStr(v.token_hash)) scan.claims.set(key, rec as { key: string; value: ClaimRecord });
+        else bad();
+        break;
+      case PREFIX.statement:
+        break; // derived history for display; not money
+      default:
+        bad();
+    }
+  }
+  return scan;
+}
+
+function splitTxn(txn: string): [string, string] {
+  const i = txn.indexOf(':');
+  return i < 0 ? [txn, ''] : [txn.slice(0, i), txn.slice(i + 1)];
+}
+
+function entriesMatch(list: { value: EntryRecord }[], expected: { account: string; cents: number }[], currency: string): boolean {
+  if (list.length !== expected.length) return false;
+  const remaining = [...expected];
+  for (const { value } of list) {
+    if (value.currency !== currency) return false;
+    const i = remaining.findIndex((x) => x.account === value.account && x.cents === value.cents);
+    if (i < 0) return false;
+    remaining.splice(i, 1);
+  }
+  return true;
+}
+
+function duplicates<T>(items: Iterable<{ key: string; value: T }>, keyOf: (t: T) => string, report: (id: string, recs: ViolationRecord[]) => void): void {
+  const seen = new Map<string, ViolationRecord[]>();
+  for (const r of items) {
+    const k = keyOf(r.value);
+    const list = seen.get(k) ?? [];
+    list.push(r);
+    seen.set(k, list);
+  }
+  for (const [k, list] of seen) if (list.length > 1) report(k, list);
+}
+
+function isStr(x: unknown): x is string {
+  return typeof x === 'string' && x.length > 0;
+}
+
+function isCents(x: unknown, allowZeroOrNegative = false): x is number {
+  return Number.isSafeInteger(x) && (allowZeroOrNegative || (x as number) > 0);
+}

@@ -1,0 +1,412 @@
+// POST /v1/lds/balance/topup: fund a prepaid balance with an MPP payment (method `stripe`,
+// intent `charge`, a Shared Payment Token), through the mppx server.
+//
+// Flow of one top-up:
+//   1. The body is validated first ({"amount":"5.00","currency":"EUR"}): bad input is a 400 before
+//      any challenge exists, so it can never charge anyone.
+//   2. Without a credential, mppx answers 402 with `WWW-Authenticate: Payment …` (amount bound
+//      into the HMAC-signed challenge, 5 minute expiry). With `Authorization: Bearer <balance
+//      token>` the balance must exist, and the challenge asks for the credential in
+//      `Payment-Authorization` (mppx `requiresAuth`), because `Authorization` carries the token.
+//   3. With a credential, the challenge id is checked before any money moves: a challenge that
+//      is being processed right now (409) or was already credited (409) is not charged again.
+//   4. mppx verifies the credential (HMAC, expiry, amount/currency binding) and charges the SPT
+//      by creating a Stripe PaymentIntent (idempotency key `mpp_<challenge id>_<spt>`).
+//   5. On success the ledger credits the balance in one synced batch that also claims the
+//      challenge id and the PaymentIntent id, so each credits at most once; 200 carries the
+//      balance (and the new token, shown only here) plus `Payment-Receipt`.
+//   Recovery: if Stripe replays a PaymentIntent that succeeded earlier (our previous attempt died
+//   between charge and credit, e.g. a timeout or a restart) and the ledger has no credit for that
+//   challenge, the replay is credited now. A replay of an already credited challenge is refused.
+import type { Context, Middleware } from 'koa';
+import { Challenge, Credential, Receipt } from 'mppx';
+import { Mppx, stripe } from 'mppx/server';
+import { Mppx as MppxClient, stripe as stripeClient } from 'mppx/client';
+import { formatCents, parseAmountCents } from '../contract/money.ts';
+import { LedgerUnavailableError, type Ledger, type LoggerLike } from './ledger.ts';
+import { Problem, PROBLEM_CONTENT_TYPE } from './problem.ts';
+import { observeCharges, redactTokens, type ChargeObservation } from './processors/observe.ts';
+import type { PaymentProcessor } from './processors/types.ts';
+import { bearerToken, hashToken, newBalanceToken, tokenHint } from './tokens.ts';
+
+export const TOPUP_PATH = '/v1/lds/balance/topup';
+export const TOPUP_CURRENCY = 'EUR';
+export const TOPUP_MINIMUM_CENTS = 500;
+export const TOPUP_MAXIMUM_CENTS = 1_000_000; // 10,000.00 EUR: a sanity bound, not a business rule
+
+/** Problem `type` slugs of this endpoint (type = PROBLEM_BASE + slug). */
+export const TOPUP_PROBLEMS = {
+  malformedBody: 'malformed-request', // 400, extra.field (same slug as the rest of the service)
+  invalidAmount: 'invalid-amount', // 400, field amount: not a decimal string with at most two decimals
+  belowMinimum: 'topup-below-minimum', // 400, extra.minimum
+  aboveMaximum: 'topup-above-maximum', // 400, extra.maximum
+  unsupportedCurrency: 'unsupported-currency', // 400, field currency
+  bodyTooLarge: 'body-too-large', // 413
+  invalidBalanceToken: 'invalid-balance-token', // 401: Bearer given but malformed or unknown
+  paymentRequired: 'payment-required', // 402 with the MPP challenge
+  credentialInvalid: 'payment-credential-invalid', // 402 with a fresh challenge: bad/expired/mismatched credential
+  declined: 'payment-declined', // 402, final: the card was declined
+  requiresAction: 'payment-requires-action', // 402, final: the PaymentIntent needs customer action
+  notCompleted: 'payment-not-completed', // 402, final: any other non-succeeded PaymentIntent
+  tokenRejected: 'payment-token-rejected', // 402, final: the processor does not accept the SPT
+  alreadyCredited: 'topup-already-credited', // 409: this credential's challenge was credited before
+  inProgress: 'topup-in-progress', // 409: the same credential is being processed right now
+  processorUnavailable: 'payment-processor-unavailable', // 502: nothing credited; resending the same credential is safe
+  ledgerUnavailable: 'ledger-unavailable', // 503
+  internal: 'internal', // 500 (same slug as the rest of the service)
+} as const;
+
+export interface TopupHandlerOptions {
+  ledger: Ledger;
+  processor: PaymentProcessor;
+  /** MPP realm, e.g. the public host name */
+  realm: string;
+  /** HMAC key binding challenges to this server (at least 32 bytes); see loadOrCreateSecret */
+  secretKey: string;
+  logger?: LoggerLike;
+  minimumCents?: number;
+  maximumCents?: number;
+  /** challenge lifetime; also the window in which a failed attempt can be resent (default 5) */
+  challengeTtlMinutes?: number;
+}
+
+/** 200 answer body. balance_token only when the top-up created the balance. */
+export interface TopupAnswer {
+  balance_token?: string;
+  balance: string;
+  currency: 'EUR';
+}
+
+const MAX_BODY_BYTES = 16 * 1024;
+
+export function createTopupHandler(options: TopupHandlerOptions): Middleware {
+  const { ledger, processor, realm, secretKey, logger } = options;
+  const minimum = options.minimumCents ?? TOPUP_MINIMUM_CENTS;
+  const maximum = options.maximumCents ?? TOPUP_MAXIMUM_CENTS;
+  const ttlMinutes = options.challengeTtlMinutes ?? 5;
+
+  // The processor's client, observed so failures can be told apart (see processors/observe.ts).
+  const observed = observeCharges(processor.client);
+  const method = stripe.charge({
+    client: observed.client,
+    networkId: processor.networkId,
+    paymentMethodTypes: processor.paymentMethodTypes,
+    currency: TOPUP_CURRENCY.toLowerCase(),
+    decimals: 2,
+  });
+  // Two servers over one method and key: credentials in `Authorization`, or in
+  // `Payment-Authorization` when `Authorization` carries a balance token.
+  const plain = Mppx.create({ methods: [method], realm, secretKey });
+  const withAuth = Mppx.create({ methods: [method], realm, secretKey, requiresAuth: true });
+  // Challenge ids being processed by this process right now (a second concurrent use is refused
+  // rather than sent to the processor).
+  const inflight = new Set<string>();
+
+  return async function topupHandler(ctx: Context): Promise<void> {
+    ctx.set('Cache-Control', 'no-store');
+    try {
+      const cents = parseTopupBody(await readBody(ctx), minimum, maximum);
+
+      // Whose balance: a new one, or the one named by the Bearer token.
+      const bearer = bearerToken(ctx.get('Authorization') || undefined);
+      if (bearer === 'malformed') throw invalidToken();
+      let target: { hash: string; create: boolean };
+      if (bearer) {
+        const hash = hashToken(bearer);
+        const bal = await ledger.getBalance(hash);
+        if (!bal) throw invalidToken();
+        if (bal.currency !== TOPUP_CURRENCY) throw new Problem(400, TOPUP_PROBLEMS.unsupportedCurrency, 'Unsupported currency', `this balance is held in ${bal.currency}`, { field: 'currency' });
+        target = { hash, create: false };
+      } else {
+        target = { hash: '', create: true }; // the token is minted only once the money is in
+      }
+      const credentialHeader = bearer ? 'Payment-Authorization' : 'Authorization';
+      const server = bearer ? withAuth : plain;
+
+      // Refuse a credential whose challenge is in flight or already credited, before charging.
+      const challengeId = verifiedChallengeId(ctx.get(credentialHeader), secretKey);
+      if (challengeId) {
+        // check-and-set with no await in between: two concurrent uses cannot both pass
+        if (inflight.has(challengeId)) throw new Problem(409, TOPUP_PROBLEMS.inProgress, 'Top-up in progress', 'this payment credential is being processed; retry shortly to learn the outcome');
+        inflight.add(challengeId);
+      }
+      try {
+        if (challengeId && (await ledger.findTopupByChallenge(challengeId))) throw alreadyCredited();
+        const handle = server.charge({ amount: formatCents(cents), description: `Prepaid balance top-up ${formatCents(cents)} ${TOPUP_CURRENCY}`, expires: new Date(Date.now() + ttlMinutes * 60_000) });
+        const { value: result, observation } = await observed.observe(() => handle(toFetchRequest(ctx, credentialHeader)));
+
+        if (result.status === 200) {
+          // mppx verified the payment; its receipt names the PaymentIntent.
+          const receiptHeader = result.withReceipt(new Response(null)).headers.get('Payment-Receipt');
+          if (!receiptHeader || !challengeId) throw new Error('mppx accepted a credential without a receipt or a verifiable challenge id');
+          const receipt = Receipt.deserialize(receiptHeader);
+          await credit(ctx, { cents, target, challengeId, paymentRef: receipt.reference, receiptHeader });
+          return;
+        }
+
+        // A replayed, succeeded PaymentIntent that we never credited: finish the job now.
+        const r = observation.result;
+        if (challengeId && r && r.replayed && r.status === 'succeeded' && r.amount === cents && (r.currency ?? 'eur').toLowerCase() === 'eur') {
+          logger?.warn({ challenge: short(challengeId), payment: r.id }, 'top-up: crediting an idempotent replay of an uncredited payment');
+          const receiptHeader = Receipt.serialize(Receipt.from({ method: 'stripe', status: 'success', reference: r.id, timestamp: new Date().toISOString() }));
+          await credit(ctx, { cents, target, challengeId, paymentRef: r.id, receiptHeader });
+          return;
+        }
+        await refuse(ctx, result.challenge, observation, challengeId, cents, Boolean(ctx.get(credentialHeader)));
+      } finally {
+        if (challengeId) inflight.delete(challengeId);
+      }
+    } catch (e) {
+      respondError(ctx, e, logger);
+    }
+  };
+
+  async function credit(
+    ctx: Context,
+    p: { cents: number; target: { hash: string; create: boolean }; challengeId: string; paymentRef: string; receiptHeader: string },
+  ): Promise<void> {
+    const fresh = p.target.create ? newBalanceToken() : null;
+    const result = await ledger.creditTopup({
+      tokenHash: fresh ? fresh.hash : p.target.hash,
+      createBalance: p.target.create,
+      amountCents: p.cents,
+      currency: TOPUP_CURRENCY,
+      processor: processor.name,
+      challengeId: p.challengeId,
+      paymentRef: p.paymentRef,
+    });
+    if (result.kind === 'already_credited') throw alreadyCredited();
+    if (result.kind !== 'ok') {
+      // Money was taken but cannot be credited as asked (cannot happen with random tokens and
+      // balances that are never deleted). Log for reconciliation; the PaymentIntent id is the handle.
+      logger?.error({ challenge: short(p.challengeId), payment: p.paymentRef, outcome: result.kind }, 'top-up: charged but not credited');
+      throw new Problem(500, TOPUP_PROBLEMS.internal, 'Top-up not credited', `the payment ${p.paymentRef} was taken but could not be credited; quote this reference to support`);
+    }
+    logger?.info({ challenge: short(p.challengeId), payment: p.paymentRef, topup: result.topup.topup_id, balance: tokenHint(result.topup.token_hash), amount_cents: p.cents, processor: processor.name }, 'top-up credited');
+    const body: TopupAnswer = {
+      ...(fresh ? { balance_token: fresh.token } : {}),
+      balance: formatCents(result.balanceAfterCents),
+      currency: TOPUP_CURRENCY,
+    };
+    ctx.status = 200;
+    ctx.set('Payment-Receipt', p.receiptHeader);
+    ctx.set('Cache-Control', 'no-store, private');
+    ctx.body = body;
+  }
+
+  async function refuse(ctx: Context, challengeResponse: Response, obs: ChargeObservation, challengeId: string | null, cents: number, hadCredential: boolean): Promise<void> {
+    const fresh = challengeResponse.headers.get('WWW-Authenticate');
+    const mppxProblem = await readMppxProblem(challengeResponse);
+    const log = (outcome: string, extra: object = {}) => logger?.info({ challenge: challengeId ? short(challengeId) : undefined, outcome, amount_cents: cents, processor: processor.name, ...extra }, 'top-up refused');
+    let problem: Problem;
+    let offerChallenge = false;
+    if (obs.calls === 0) {
+      if (challengeResponse.status >= 500) throw new Error(`mppx failed before charging: ${mppxProblem?.detail ?? challengeResponse.status}`);
+      if (!hadCredential) {
+        // no credential at all: the normal first leg
+        problem = new Problem(402, TOPUP_PROBLEMS.paymentRequired, 'Payment required', `pay ${formatCents(cents)} ${TOPUP_CURRENCY} with the MPP challenge in WWW-Authenticate (method stripe, intent charge, a Shared Payment Token) and repeat this request with the credential`, { amount: formatCents(cents), currency: TOPUP_CURRENCY });
+      } else {
+        log('credential_invalid');
+        problem = new Problem(402, TOPUP_PROBLEMS.credentialInvalid, 'Payment credential not accepted', redactTokens(mppxProblem?.detail ?? 'the credential does not match a valid challenge for this request'), { amount: formatCents(cents), currency: TOPUP_CURRENCY });
+      }
+      offerChallenge = true;
+    } else if (obs.error?.kind === 'card_declined') {
+      log('declined', { decline_code: obs.error.declineCode });
+      problem = new Problem(402, TOPUP_PROBLEMS.declined, 'Payment declined', obs.error.message, { ...(obs.error.code ? { code: obs.error.code } : {}), ...(obs.error.declineCode ? { decline_code: obs.error.declineCode } : {}) });
+    } else if (obs.error?.kind === 'invalid_request' && (obs.error.code === 'resource_missing' || /shared_payment|spt/i.test(obs.error.param ?? ''))) {
+      log('token_rejected');
+      problem = new Problem(402, TOPUP_PROBLEMS.tokenRejected, 'Payment token rejected', obs.error.message);
+    } else if (obs.error) {
+      logger?.error({ challenge: challengeId ? short(challengeId) : undefined, kind: obs.error.kind, code: obs.error.code, message: obs.error.message }, 'top-up: processor error');
+      problem = new Problem(502, TOPUP_PROBLEMS.processorUnavailable, 'Payment processor unavailable', 'the payment could not be completed; nothing was credited. Resending the same request with the same credential is safe.');
+    } else if (obs.result?.status === 'requires_action') {
+      log('requires_action', { payment: obs.result.id });
+      problem = new Problem(402, TOPUP_PROBLEMS.requiresAction, 'Payment requires action', 'the payment needs customer authentication (e.g. 3-D Secure) and was not completed; nothing was credited', { payment_status: 'requires_action' });
+    } else if (obs.result?.replayed) {
+      // replay of a payment whose outcome we cannot credit (amount differs, or already credited)
+      throw alreadyCredited();
+    } else {
+      log('not_completed', { payment: obs.result?.id, status: obs.result?.status });
+      problem = new Problem(402, TOPUP_PROBLEMS.notCompleted, 'Payment not completed', `the payment ended in status ${obs.result?.status ?? 'unknown'}; nothing was credited`, { payment_status: obs.result?.status ?? 'unknown' });
+    }
+    // Final refusals carry no challenge: the mppx client would otherwise pay again with the same
+    // token. Credential problems do carry a fresh one, so the client can simply retry.
+    if (offerChallenge && fresh) ctx.set('WWW-Authenticate', fresh);
+    writeProblem(ctx, problem);
+  }
+}
+
+// --------------------------------------------------------------------------- request parsing
+
+/** Validates the top-up body and returns the amount in cents (throws a 400 Problem). */
+export function parseTopupBody(body: unknown, minimumCents = TOPUP_MINIMUM_CENTS, maximumCents = TOPUP_MAXIMUM_CENTS): number {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) {
+    throw new Problem(400, TOPUP_PROBLEMS.malformedBody, 'Malformed request body', 'the body must be a JSON object such as {"amount":"5.00","currency":"EUR"}', { field: '(body)' });
+  }
+  const { amount, currency } = body as Record<string, unknown>;
+  if (currency !== undefined && currency !== TOPUP_CURRENCY) {
+    throw new Problem(400, TOPUP_PROBLEMS.unsupportedCurrency, 'Unsupported currency', `only ${TOPUP_CURRENCY} is accepted`, { field: 'currency' });
+  }
+  const cents = parseAmountCents(amount);
+  if (cents === null) {
+    throw new Problem(400, TOPUP_PROBLEMS.invalidAmount, 'Invalid amount', 'amount must be a decimal string with at most two decimals, e.g. "5.00"; it is never rounded', { field: 'amount' });
+  }
+  if (cents < minimumCents) {
+    throw new Problem(400, TOPUP_PROBLEMS.belowMinimum, 'Top-up below the minimum', `the minimum top-up is ${formatCents(minimumCents)} ${TOPUP_CURRENCY}`, { field: 'amount', minimum: formatCents(minimumCents) });
+  }
+  if (cents > maximumCents) {
+    throw new Problem(400, TOPUP_PROBLEMS.aboveMaximum, 'Top-up above the maximum', `the maximum top-up is ${formatCents(maximumCents)} ${TOPUP_CURRENCY}`, { field: 'amount', maximum: formatCents(maximumCents) });
+  }
+  return cents;
+}
+
+/** Uses the body a body parser left on ctx.request, else reads (bounded) and parses it here. */
+async function readBody(ctx: Context): Promise<unknown> {
+  const parsed = (ctx.request as { body?: unknown }).body;
+  if (parsed !== undefined) return parsed;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new Problem(413, TOPUP_PROBLEMS.bodyTooLarge, 'Request body too large', `at most ${MAX_BODY_BYTES} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Problem(400, TOPUP_PROBLEMS.malformedBody, 'Malformed request body', 'the body is not valid JSON', { field: '(body)' });
+  }
+}
+
+/**
+ * The challenge id of a Payment credential, only if its HMAC proves we issued it (the same check
+ * mppx makes), so an attacker cannot make us look up or lock arbitrary ids.
+ */
+function verifiedChallengeId(header: string | undefined, secretKey: string): string | null {
+  if (!header) return null;
+  try {
+    const payment = Credential.extractPaymentScheme(header);
+    if (!payment) return null;
+    const credential = Credential.deserialize(payment);
+    return Challenge.verify(credential.challenge, { secretKey }) ? credential.challenge.id : null;
+  } catch {
+    return null; // malformed: mppx will answer it with a fresh challenge
+  }
+}
+
+/** The mppx server takes a Fetch Request; it only reads the URL and the credential header. */
+function toFetchRequest(ctx: Context, credentialHeader: string): Request {
+  let url: URL;
+  try {
+    url = new URL(ctx.originalUrl || ctx.url, `${ctx.protocol}://${ctx.host || 'localhost'}`);
+  } catch {
+    url = new URL(TOPUP_PATH, 'http://localhost');
+  }
+  // Only the credential travels: never the Bearer balance token.
+  const headers = new Headers();
+  const credential = ctx.get(credentialHeader);
+  if (credential) headers.set(credentialHeader, credential);
+  return new Request(url, { method: 'POST', headers });
+}
+
+async function readMppxProblem(res: Response): Promise<{ detail?: string } | null> {
+  try {
+    const text = await res.text();
+    return text ? (JSON.parse(text) as { detail?: string }) : null;
+  } catch {
+    return null;
+  }
+}
+
+// --------------------------------------------------------------------------- responses
+
+function invalidToken(): Problem {
+  return new Problem(401, TOPUP_PROBLEMS.invalidBalanceToken, 'Invalid balance token', 'the Bearer token does not name a balance; omit it to open a new balance');
+}
+
+function alreadyCredited(): Problem {
+  return new Problem(409, TOPUP_PROBLEMS.alreadyCredited, 'Top-up already credited', 'this payment credential was already used; request a new challenge to top up again');
+}
+
+function writeProblem(ctx: Context, p: Problem): void {
+  ctx.status = p.status;
+  if (p.status === 401) ctx.set('WWW-Authenticate', 'Bearer error="invalid_token"');
+  ctx.type = PROBLEM_CONTENT_TYPE;
+  ctx.body = p.toJSON(ctx.path);
+}
+
+function respondError(ctx: Context, e: unknown, logger?: LoggerLike): void {
+  if (e instanceof Problem) return writeProblem(ctx, e);
+  if (e instanceof LedgerUnavailableError) {
+    logger?.error({ err: e.message }, 'top-up: ledger unavailable');
+    return writeProblem(ctx, new Problem(503, TOPUP_PROBLEMS.ledgerUnavailable, 'Ledger unavailable', 'the balance ledger is not accepting changes; if you were charged, resend the same request with the same credential after a short wait'));
+  }
+  logger?.error({ err: redactTokens(e instanceof Error ? e.message : String(e)) }, 'top-up: internal error');
+  writeProblem(ctx, new Problem(500, TOPUP_PROBLEMS.internal, 'Internal error', 'the top-up failed; nothing was credited unless a later request with the same credential says so'));
+}
+
+function short(challengeId: string): string {
+  return challengeId.slice(0, 12);
+}
+
+// --------------------------------------------------------------------------- secrets
+
+/**
+ * The MPP challenge key from MPP_SECRET_KEY, or else a random one persisted at `file` (mode 0600)
+ * so challenges survive a restart of a local server.
+ */
+export async function loadOrCreateSecret(file: string, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  if (env.MPP_SECRET_KEY) {
+    if (Buffer.byteLength(env.MPP_SECRET_KEY) < 32) throw new Error('MPP_SECRET_KEY must be at least 32 bytes');
+    return env.MPP_SECRET_KEY;
+  }
+  const { readFile, writeFile, mkdir } = await import('node:fs/promises');
+  const { dirname } = await import('node:path');
+  const { randomBytes } = await import('node:crypto');
+  try {
+    const s = (await readFile(file, 'utf8')).trim();
+    if (Buffer.byteLength(s) >= 32) return s;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  const secret = randomBytes(32).toString('base64url');
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, secret + '\n', { mode: 0o600 });
+  return secret;
+}
+
+// --------------------------------------------------------------------------- client side
+
+export interface TopupClientOptions {
+  /** A Shared Payment Token, or a function that mints one for the challenge (amount, currency, networkId, expiresAt). */
+  spt: string | ((p: { amount: string; currency: string; networkId: string; expiresAt: number }) => Promise<string>);
+  /** Stripe payment method the SPT is minted from (passed to createToken); default 'pm_card_visa'. */
+  paymentMethod?: string;
+  fetch?: typeof globalThis.fetch;
+}
+
+/**
+ * Pays a top-up with the official mppx client: POSTs the body, answers the 402 challenge with a
+ * stripe credential, and returns the final response (200 with Payment-Receipt, or a problem).
+ * With `balanceToken` the mppx client puts the credential in Payment-Authorization, as the
+ * challenge asks.
+ */
+export async function payTopup(url: string, amount: string, options: TopupClientOptions & { balanceToken?: string }): Promise<Response> {
+  const client = MppxClient.create({
+    polyfill: false,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    methods: [
+      stripeClient.charge({
+        paymentMethod: options.paymentMethod ?? 'pm_card_visa',
+        createToken: async (p) => (typeof options.spt === 'string' ? options.spt : options.spt({ amount: p.amount, currency: p.currency, networkId: p.networkId ?? '', expiresAt: p.expiresAt })),
+      }),
+    ],
+  });
+  return client.fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...(options.balanceToken ? { Authorization: `Bearer ${options.balanceToken}` } : {}) },
+    body: JSON.stringify({ amount, currency: TOPUP_CURRENCY }),
+  });
+}

@@ -1,0 +1,58 @@
+// A minimal Koa app mounting the top-up handler over real HTTP on 127.0.0.1:0, with its own
+// temporary ledger. Shared by the top-up tests.
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Server } from 'node:http';
+import Koa from 'koa';
+import Router from '@koa/router';
+import { bodyParser } from '@koa/bodyparser';
+import { Ledger } from '../payments/ledger.ts';
+import type { PaymentProcessor } from '../payments/processors/types.ts';
+import { createTopupHandler, TOPUP_PATH } from '../payments/topup.ts';
+
+export const TEST_SECRET = 'test-secret-key-of-at-least-32-bytes-0123456789';
+
+export interface TopupApp {
+  url: string;
+  ledger: Ledger;
+  dir: string;
+  logs: { level: string; obj: object; msg?: string }[];
+  close(): Promise<void>;
+}
+
+export async function startTopupApp(processor: PaymentProcessor): Promise<TopupApp> {
+  const dir = await mkdtemp(join(tmpdir(), 'lds-topup-'));
+  const ledger = await Ledger.open(join(dir, 'ledger'));
+  const logs: TopupApp['logs'] = [];
+  const logger = {
+    info: (obj: object, msg?: string) => logs.push({ level: 'info', obj, msg }),
+    warn: (obj: object, msg?: string) => logs.push({ level: 'warn', obj, msg }),
+    error: (obj: object, msg?: string) => logs.push({ level: 'error', obj, msg }),
+  };
+  const app = new Koa();
+  const router = new Router();
+  router.post(TOPUP_PATH, createTopupHandler({ ledger, processor, realm: 'lds.test', secretKey: TEST_SECRET, logger }));
+  app.use(bodyParser());
+  app.use(router.routes());
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}${TOPUP_PATH}`,
+    ledger,
+    dir,
+    logs,
+    async close() {
+      await new Promise<void>((r) => server.close(() => r()));
+      await ledger.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) });
+}
