@@ -68,3 +68,173 @@ export interface UnitStoreReader {
   search(productId: string, query: string, limit: number): Promise<Unit[]>;
   close(): Promise<void>;
 }
+
+// ---------------------------------------------------------------------------------------------
+// On-disk encoding. Both halves read these constants; nothing else about the store is shared.
+//
+// Unit references (stable, documented for buyers):
+//   eu.eurlex:<CELEX>/<para_idx>               P unit, e.g. eu.eurlex:32006D0213/4
+//   eu.aligned_paragraphs:<CELEX>/<para_idx>   R unit (one aligned row)
+//   fi.finlex:<akn work IRI>#<eId>             A unit, e.g. fi.finlex:/akn/fi/act/statute/2026/1#sec_1
+//   global.ecdc:<key columns joined by '/'>    R unit from CSV, e.g. global.ecdc:AT/cases/2023-27
+//   <source>:<dataset>/<dim codes joined by '/'> R unit from JSON-stat
+//
+// Keys (utf8 strings; values are bytes). Internal document ids (docid) are assigned in ingestion
+// order and written as 8 hex digits so the bulky unit records go into LevelDB in key order
+// (sequential writes: no compaction rewrites, which is what makes a 1M-unit build fast).
+//   meta                              StoreMeta (JSON)
+//   licences                          Record<source, UnitLicence> (JSON): stored once, not per unit
+//   index                             StoreIndexMeta (JSON)
+//   d!<docid>                         StoredUnit (JSON): the unit without its licence + its products
+//   r!<ref>                           docid (utf8, 8 hex)
+//   f!<docid>                         forward vector (see encodeForward) of the searchable text
+//   t!<product_id>!<term>             TermHeader (JSON) of the product's BM25 index
+//   c!<product_id>!<termId>!<chunk>   posting chunk (see encodeChunk; termId 8 hex, chunk 4 hex)
+// ---------------------------------------------------------------------------------------------
+
+export const STORE_FORMAT = 1 as const;
+export const CURRENT_FILE = 'CURRENT';
+
+export const KEY = {
+  meta: 'meta',
+  licences: 'licences',
+  index: 'index',
+  doc: (docid: number) => `d!${hex(docid, 8)}`,
+  ref: (ref: string) => `r!${ref}`,
+  forward: (docid: number) => `f!${hex(docid, 8)}`,
+  term: (productId: string, term: string) => `t!${productId}!${term}`,
+  chunk: (productId: string, termId: number, chunk: number) => `c!${productId}!${hex(termId, 8)}!${hex(chunk, 4)}`,
+} as const;
+
+export function hex(n: number, width: number): string {
+  return n.toString(16).padStart(width, '0');
+}
+
+/** Value under d!<docid>. Products are stored with the unit so a look-up is one read. */
+export interface StoredUnit {
+  unit: Omit<Unit, 'licence'>;
+  products: string[];
+}
+
+/** BM25 statistics of one product's index. */
+export interface ProductIndexStats {
+  docs: number; // indexed units
+  total_len: number; // sum of token counts (for avgdl)
+}
+
+export interface StoreIndexMeta {
+  tokenizer: typeof TOKENIZER;
+  doc_count: number; // documents (units) in the store; docids are 0 .. doc_count-1
+  bm25: { k1: number; b: number };
+  products: Record<string, ProductIndexStats>;
+}
+
+/**
+ * One term of one product's index. Postings are ordered by impact (the term's BM25 contribution)
+ * descending, then docid, and cut into chunks of growing size; max[i] is the impact of the first
+ * posting of chunk i, i.e. an upper bound of everything from chunk i on. The reader uses these
+ * bounds to stop early instead of reading whole lists of frequent terms.
+ */
+export interface TermHeader {
+  id: number; // termId used in chunk keys and forward vectors
+  df: number;
+  n: number[]; // postings per chunk
+  max: number[]; // impact upper bound per chunk
+}
+
+/**
+ * A posting chunk: Float64LE [r, impact_1, count_1, ..., impact_r, count_r] followed by
+ * Uint32LE docids. The first count_1 docids have impact_1, and so on: postings of equal impact
+ * are stored once per run, exactly as the build computed them, so the reader accumulates scores
+ * without touching the documents.
+ */
+export function encodeChunk(docids: Uint32Array, impacts: Float64Array): Uint8Array {
+  const runs: number[] = [];
+  for (let i = 0; i < impacts.length; i++) {
+    if (runs.length && runs[runs.length - 2] === impacts[i]) runs[runs.length - 1]++;
+    else runs.push(impacts[i], 1);
+  }
+  const head = new Float64Array(1 + runs.length);
+  head[0] = runs.length / 2;
+  head.set(runs, 1);
+  const out = new Uint8Array(head.byteLength + docids.byteLength);
+  out.set(new Uint8Array(head.buffer), 0);
+  out.set(new Uint8Array(docids.buffer, docids.byteOffset, docids.byteLength), head.byteLength);
+  return out;
+}
+
+export function decodeChunk(v: Uint8Array): { runs: Float64Array; docids: Uint32Array } {
+  const copy = new Uint8Array(v.byteLength); // values from LevelDB need not be 8-byte aligned
+  copy.set(v);
+  const r = new Float64Array(copy.buffer, 0, 1)[0];
+  const runs = new Float64Array(copy.buffer, 8, 2 * r);
+  return { runs, docids: new Uint32Array(copy.buffer, 8 * (1 + 2 * r)) };
+}
+
+export const BM25 = { k1: 1.2, b: 0.75 } as const;
+
+/** Chunk i holds min(64 * 2^i, 8192) postings: fine-grained bounds where the best hits are. */
+export function chunkSize(i: number): number {
+  return Math.min(64 * 2 ** i, 8192);
+}
+
+export function bm25Idf(docs: number, df: number): number {
+  return Math.log(1 + (docs - df + 0.5) / (df + 0.5));
+}
+
+export function bm25Impact(idf: number, tf: number, dl: number, avgdl: number): number {
+  return (idf * (tf * (BM25.k1 + 1))) / (tf + BM25.k1 * (1 - BM25.b + (BM25.b * dl) / avgdl));
+}
+
+// Tokenizer: NFKC, lower case, runs of letters/digits, English stop words and 1-character tokens
+// dropped, no stemming (exact word forms keep results explainable). The searchable text of a
+// unit is its English pivot row (P), its text columns (R) or its provision text (A: Finlex is
+// Finnish only, so Finnish words are indexed as they are).
+export const TOKENIZER = 'words-nfkc-lower-en-stop-v1' as const;
+
+export const STOP_WORDS: ReadonlySet<string> = new Set(
+  ('a an and are as at be been but by for from had has have he her his i if in into is it its ' +
+    'no not of on or such that the their then there these they this those to was were which will with ' +
+    'shall may any all other than also under where whereas been being do does so who whom whose')
+    .split(' '),
+);
+
+const WORD = /[\p{L}\p{N}]+/gu;
+
+export function tokenize(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.normalize('NFKC').toLowerCase().matchAll(WORD)) {
+    const t = m[0];
+    if (t.length < 2 || t.length > 64 || STOP_WORDS.has(t)) continue;
+    out.push(t);
+  }
+  return out;
+}
+
+/**
+ * Forward vector of one unit: Uint32LE [dl, nTerms, termId_1, tf_1, ...] followed by the unit
+ * ref in UTF-8. The reader scores a candidate exactly from it (and breaks score ties by ref).
+ */
+export function encodeForward(dl: number, terms: Iterable<[number, number]> & { size?: number; length?: number }, ref: string): Buffer {
+  const n = terms.size ?? terms.length ?? [...terms].length;
+  const out = Buffer.allocUnsafe(8 + n * 8 + Buffer.byteLength(ref, 'utf8'));
+  out.writeUInt32LE(dl, 0);
+  out.writeUInt32LE(n, 4);
+  let at = 8;
+  for (const [id, tf] of terms) {
+    out.writeUInt32LE(id, at);
+    out.writeUInt32LE(tf, at + 4);
+    at += 8;
+  }
+  out.write(ref, at, 'utf8');
+  return out;
+}
+
+export function decodeForward(buf: Uint8Array): { dl: number; terms: Map<number, number>; ref: string } {
+  const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  const dl = b.readUInt32LE(0);
+  const n = b.readUInt32LE(4);
+  const terms = new Map<number, number>();
+  for (let i = 0; i < n; i++) terms.set(b.readUInt32LE(8 + i * 8), b.readUInt32LE(12 + i * 8));
+  return { dl, terms, ref: b.toString('utf8', 8 + n * 8) };
+}

@@ -1,0 +1,282 @@
+// Unit store benchmark: `npm run bench:store` (options: BENCH_UNITS=1000000 BENCH_SEED=20261101
+// BENCH_DIR=<dir, default os tmpdir>). One run:
+//   1. synthesises >= BENCH_UNITS P units from the real aligned EUR-Lex paragraphs (seeded, so
+//      the same corpus every time) plus an acts file that gives every synthetic act the EuroVoc
+//      descriptors of a real act, so routing works as it does on real data;
+//   2. baseline: a plain stream-parse of the same JSONL (readline + JSON.parse);
+//   3. builds the unit store from it with the real build (buildUnitStore);
+//   4. runs a fixed set of 100 queries against the store (p50/p95/p99, RSS);
+//   5. baseline: the same queries over the same product's pivot texts with MiniSearch in memory.
+// Every phase runs in its own child process so each peak RSS is that phase's alone.
+import { spawnSync } from 'node:child_process';
+import { createWriteStream, existsSync } from 'node:fs';
+import { copyFile, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import { cpus, totalmem, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { tokenize, STOP_WORDS } from '../contract/store-format.ts';
+import { readLines } from '../generator/ingest/lines.ts';
+import type { Source } from '../generator/model.ts';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const SRC = join(REPO, 'catalog-src');
+const UNITS = Number(process.env.BENCH_UNITS ?? 1_000_000);
+const SEED = Number(process.env.BENCH_SEED ?? 20261101);
+const DIR = resolve(process.env.BENCH_DIR ?? join(tmpdir(), `lds-bench-store-${UNITS}-${SEED}`));
+const CORPUS = join(DIR, 'data', 'paragraphs.jsonl');
+const ACTS = join(DIR, 'data', 'acts.jsonl');
+const STORE = join(DIR, 'store');
+const PRODUCT = 'svc-agriculture-eu'; // the product most synthetic acts route to
+const PARAS_PER_ACT = 40;
+
+/** mulberry32: small, fast, seedable. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Para { celex_id: string; para_idx: number; pivot_lang: string; langs: string[]; text: Record<string, string> }
+
+async function realParagraphs(): Promise<Para[]> {
+  return (await readFile(join(SRC, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+async function realActs(): Promise<{ celex_id: string; eurovoc_concepts: { all_levels: string[] } }[]> {
+  const out = [];
+  for await (const { text } of readLines(join(SRC, 'data/eurlex/multi_eurlex_sample.jsonl'))) {
+    const a = JSON.parse(text);
+    out.push({ celex_id: a.celex_id, eurovoc_concepts: { all_levels: a.eurovoc_concepts.all_levels } });
+  }
+  return out;
+}
+
+/** The fixed query set: 100 queries of 1-3 words taken from real English paragraphs (seeded). */
+export async function benchQueries(): Promise<string[]> {
+  const paras = await realParagraphs();
+  const r = rng(SEED ^ 0x5eed);
+  const out: string[] = [];
+  while (out.length < 100) {
+    const words = tokenize(paras[Math.floor(r() * paras.length)].text.en).filter((w) => w.length >= 4 && !/^\d+$/.test(w) && !STOP_WORDS.has(w));
+    if (words.length < 3) continue;
+    const n = 1 + Math.floor(r() * 3);
+    const q = new Set<string>();
+    while (q.size < n) q.add(words[Math.floor(r() * words.length)]);
+    out.push([...q].join(' '));
+  }
+  return out;
+}
+
+// ---- phase: synthesise -------------------------------------------------------------------------
+async function synth(): Promise<Record<string, number>> {
+  const t0 = performance.now();
+  await mkdir(dirname(CORPUS), { recursive: true });
+  const paras = await realParagraphs();
+  const acts = await realActs();
+  const r = rng(SEED);
+  const out = createWriteStream(CORPUS, { highWaterMark: 1 << 20 });
+  const actsOut = createWriteStream(ACTS);
+  let bytes = 0;
+  const nActs = Math.ceil(UNITS / PARAS_PER_ACT);
+  for (let a = 0; a < nActs; a++) {
+    const celex = `3BENCH${String(a).padStart(7, '0')}`;
+    const like = acts[Math.floor(r() * acts.length)];
+    actsOut.write(JSON.stringify({ celex_id: celex, eurovoc_concepts: like.eurovoc_concepts }) + '\n');
+    for (let i = 0; i < PARAS_PER_ACT && a * PARAS_PER_ACT + i < UNITS; i++) {
+      // a real paragraph, half the time followed by a second real paragraph in every language
+      // both share: lengths and term frequencies vary as in real text, every word is real
+      const p = paras[Math.floor(r() * paras.length)];
+      const q = r() < 0.5 ? paras[Math.floor(r() * paras.length)] : null;
+      const langs = q ? p.langs.filter((l) => q.langs.includes(l)) : p.langs;
+      const text: Record<string, string> = {};
+      for (const l of langs) text[l] = q ? `${p.text[l]} ${q.text[l]}` : p.text[l];
+      const line = JSON.stringify({ celex_id: celex, para_idx: i, pivot_lang: 'en', langs, text }) + '\n';
+      bytes += Buffer.byteLength(line);
+      if (!out.write(line)) await once(out, 'drain');
+    }
+  }
+  out.end();
+  actsOut.end();
+  await Promise.all([once(out, 'close'), once(actsOut, 'close')]);
+  await mkdir(join(DIR, 'data', 'eurovoc'), { recursive: true });
+  await copyFile(join(SRC, 'data/eurovoc/descriptors.csv'), join(DIR, 'data', 'eurovoc', 'descriptors.csv'));
+  return { units: UNITS, acts: nActs, bytes, seconds: (performance.now() - t0) / 1000 };
+}
+
+// ---- phase: baseline stream-parse ------------------------------------------------------------
+async function parse(): Promise<Record<string, number>> {
+  const t0 = performance.now();
+  let n = 0;
+  let rows = 0;
+  for await (const { text } of readLines(CORPUS)) {
+    const v = JSON.parse(text) as Para;
+    rows += v.langs.length;
+    n++;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return { units: n, rows, seconds, units_per_s: n / seconds, peak_rss_mb: process.resourceUsage().maxRSS / 1024 };
+}
+
+// ---- phase: build ------------------------------------------------------------------------------
+async function build(): Promise<Record<string, number | string>> {
+  const { loadCatalogSrc } = await import('../generator/load.ts');
+  const { buildUnitStore } = await import('../generator/store/build-store.ts');
+  const real = await loadCatalogSrc(SRC);
+  // Same products and rules; only eu.eurlex (pointed at the synthetic corpus) and the EuroVoc
+  // tables are read, so the figures are about P units.
+  const sources = new Map<string, Source>([...real.sources].map(([id, s]): [string, Source] => {
+    if (id === 'eu.eurlex') return [id, { ...s, data: [{ adapter: 'aligned-paragraphs', path: 'data/paragraphs.jsonl', acts: 'data/acts.jsonl' }] }];
+    if (id === 'eu.eurovoc_taxonomy') return [id, { ...s, data: [{ adapter: 'eurovoc', path: 'data/eurovoc' }] }];
+    return [id, { ...s, data: undefined, no_data_reason: 'not part of the benchmark' }];
+  }));
+  await rm(STORE, { recursive: true, force: true });
+  const t0 = performance.now();
+  const res = await buildUnitStore({ ...real, root: DIR, sources }, {
+    storeRoot: STORE,
+    builtAt: '2026-11-01T00:00:00.000Z',
+    skipBadRecords: false,
+    progress: (m) => console.error(`[build ${((performance.now() - t0) / 1000).toFixed(1)}s] ${m}`),
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  const units = Object.values(res.products).reduce((s, p) => s + (p['eu.eurlex']?.units ?? 0), 0);
+  console.error(res.report.split('\n').filter((l) => l.includes('svc-') || l.startsWith('unit store')).join('\n'));
+  return { store_version: res.store_version!, seconds, units_read: UNITS, units_per_s: UNITS / seconds, product_memberships: units, peak_rss_mb: process.resourceUsage().maxRSS / 1024, store_mb: (await du(join(STORE, res.store_version!))) / 2 ** 20 };
+}
+
+async function du(dir: string): Promise<number> {
+  let total = 0;
+  for (const e of await readdir(dir, { withFileTypes: true })) total += e.isDirectory() ? await du(join(dir, e.name)) : (await stat(join(dir, e.name))).size;
+  return total;
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+
+function latencies(ms: number[]) {
+  return { p50_ms: pct(ms, 50), p95_ms: pct(ms, 95), p99_ms: pct(ms, 99), max_ms: Math.max(...ms) };
+}
+
+// ---- phase: queries on the store ---------------------------------------------------------------
+async function query(): Promise<Record<string, unknown>> {
+  const { openUnitStore } = await import('../payments/unit-store.ts');
+  const queries = await benchQueries();
+  const rssBefore = process.memoryUsage().rss / 2 ** 20;
+  const store = await openUnitStore(STORE);
+  const passes: Record<string, unknown>[] = [];
+  let hits = 0;
+  for (let pass = 0; pass < 2; pass++) {
+    const ms: number[] = [];
+    for (const q of queries) {
+      const t = performance.now();
+      const res = await store.search(PRODUCT, q, 10);
+      ms.push(performance.now() - t);
+      if (pass === 0) hits += res.length;
+    }
+    passes.push(latencies(ms));
+  }
+  const again = (await store.search(PRODUCT, queries[0], 10)).map((u) => u.ref);
+  await store.close();
+  return { product: PRODUCT, queries: queries.length, limit: 10, results: hits, first_pass: passes[0], second_pass: passes[1], rss_before_open_mb: rssBefore, peak_rss_mb: process.resourceUsage().maxRSS / 1024, sample: { query: queries[0], top: again.slice(0, 3) } };
+}
+
+// ---- phase: MiniSearch baseline ----------------------------------------------------------------
+async function minisearch(): Promise<Record<string, unknown>> {
+  const { default: MiniSearch } = await import('minisearch');
+  const queries = await benchQueries();
+  // the same documents the store's product index holds: the pivot text of units routed to PRODUCT
+  const { loadCatalogSrc } = await import('../generator/load.ts');
+  const { readEuroVocDescriptors } = await import('../generator/ingest/eurovoc.ts');
+  const { routeAct, compileRule } = await import('../generator/store/routing.ts');
+  const real = await loadCatalogSrc(SRC);
+  const table = await readEuroVocDescriptors(join(DIR, 'data', 'eurovoc'), 'eurovoc', (e) => { throw e; });
+  const rules = real.products.map((p) => compileRule(p.product_id, p.routing));
+  const inProduct = new Set<string>();
+  for await (const { text } of readLines(ACTS)) {
+    const a = JSON.parse(text);
+    if (routeAct(a.eurovoc_concepts.all_levels, rules, table).products.includes(PRODUCT)) inProduct.add(a.celex_id);
+  }
+  const t0 = performance.now();
+  const ms = new MiniSearch<{ id: string; text: string }>({ fields: ['text'], storeFields: [], tokenize: (s) => tokenize(s), processTerm: (t) => t });
+  let batch: { id: string; text: string }[] = [];
+  let docs = 0;
+  for await (const { text } of readLines(CORPUS)) {
+    const v = JSON.parse(text) as Para;
+    if (!inProduct.has(v.celex_id)) continue;
+    batch.push({ id: `eu.eurlex:${v.celex_id}/${v.para_idx}`, text: v.text.en });
+    if (batch.length === 10_000) { ms.addAll(batch); docs += batch.length; batch = []; }
+  }
+  ms.addAll(batch);
+  docs += batch.length;
+  const indexSeconds = (performance.now() - t0) / 1000;
+  const passes: Record<string, unknown>[] = [];
+  for (let pass = 0; pass < 2; pass++) {
+    const lat: number[] = [];
+    for (const q of queries) {
+      const t = performance.now();
+      ms.search(q, { combineWith: 'OR' }).slice(0, 10);
+      lat.push(performance.now() - t);
+    }
+    passes.push(latencies(lat));
+  }
+  if (global.gc) global.gc();
+  return { product: PRODUCT, docs, index_seconds: indexSeconds, first_pass: passes[0], second_pass: passes[1], rss_after_index_mb: process.memoryUsage().rss / 2 ** 20, peak_rss_mb: process.resourceUsage().maxRSS / 1024 };
+}
+
+// ---- driver --------------------------------------------------------------------------------------
+const phases: Record<string, () => Promise<Record<string, unknown>>> = { synth, parse, build, query, minisearch };
+
+async function child(phase: string): Promise<Record<string, any>> {
+  console.error(`# ${phase}`);
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--expose-gc', '--max-old-space-size=16384', fileURLToPath(import.meta.url), phase], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+    env: process.env,
+    maxBuffer: 1 << 24,
+  });
+  if (r.status !== 0) throw new Error(`bench phase ${phase} failed (exit ${r.status})`);
+  const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
+  console.error(JSON.stringify(result));
+  return result;
+}
+
+const phase = process.argv[2];
+const isMain = process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+if (!isMain) {
+  // imported (for benchQueries): run nothing
+} else if (phase) {
+  console.log(JSON.stringify(await phases[phase]()));
+} else {
+  const started = new Date().toISOString();
+  const s = existsSync(CORPUS) && existsSync(ACTS) && process.env.BENCH_RESYNTH !== '1' ? { reused: 1 } : await child('synth');
+  const p = await child('parse');
+  const b = await child('build');
+  const q = await child('query');
+  const m = await child('minisearch');
+  const f = (x: number, d = 1) => x.toFixed(d);
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${f(totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}, ${process.platform}`;
+  const lines = [
+    `unit store benchmark (${started}; ${machine})`,
+    `corpus: ${p.units} P units / ${p.rows} rows synthesised from the real paragraphs (seed ${SEED}; ${JSON.stringify(s)})`,
+    '',
+    `| measure | unit store | baseline |`,
+    `|---|---|---|`,
+    `| build: units/s | ${f(b.units_per_s, 0)} (${f(b.seconds)} s for ${b.units_read} units) | stream-parse: ${f(p.units_per_s, 0)} (${f(p.seconds)} s) |`,
+    `| build: peak RSS | ${f(b.peak_rss_mb, 0)} MiB | stream-parse: ${f(p.peak_rss_mb, 0)} MiB |`,
+    `| store size on disk | ${f(b.store_mb, 0)} MiB | input JSONL: ${f((await stat(CORPUS)).size / 2 ** 20, 0)} MiB |`,
+    `| query p50 / p95 / p99 (${q.queries} queries, limit 10, ${q.product}; 2nd pass) | ${f(q.second_pass.p50_ms, 2)} / ${f(q.second_pass.p95_ms, 2)} / ${f(q.second_pass.p99_ms, 2)} ms | MiniSearch: ${f(m.second_pass.p50_ms, 2)} / ${f(m.second_pass.p95_ms, 2)} / ${f(m.second_pass.p99_ms, 2)} ms |`,
+    `| query p50 / p95 / p99 (1st pass, store just opened) | ${f(q.first_pass.p50_ms, 2)} / ${f(q.first_pass.p95_ms, 2)} / ${f(q.first_pass.p99_ms, 2)} ms | MiniSearch: ${f(m.first_pass.p50_ms, 2)} / ${f(m.first_pass.p95_ms, 2)} / ${f(m.first_pass.p99_ms, 2)} ms |`,
+    `| query process peak RSS | ${f(q.peak_rss_mb, 0)} MiB | MiniSearch: ${f(m.peak_rss_mb, 0)} MiB (${m.docs} docs indexed in ${f(m.index_seconds)} s) |`,
+    '',
+    `store ${b.store_version}; ${b.product_memberships} unit-product memberships; sample query "${q.sample.query}" -> ${q.sample.top.join(', ')}`,
+  ];
+  console.log(lines.join('\n'));
+  await writeFile(join(DIR, 'result.json'), JSON.stringify({ started, machine, synth: s, parse: p, build: b, query: q, minisearch: m }, null, 2));
+}

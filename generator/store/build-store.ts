@@ -1,0 +1,386 @@
+// Builds the private unit store from catalog-src: ingests every served source through its
+// adapter, routes EUR-Lex material through EuroVoc, writes units, product membership and the
+// per-product BM25 indexes into a new LevelDB, and switches CURRENT to it only once it is
+// complete. Held sources are never opened. Counts in the returned summary are what was written.
+//
+// Write order matters for speed at scale: during ingestion the store only receives d!<docid>
+// records, in key order; everything written in another order (ref index, forward vectors, index
+// runs, Akoma Ntoso staging) goes to a scratch LevelDB or file and is copied in key order at the
+// end, so LevelDB never has to rewrite overlapping files.
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { once } from 'node:events';
+import { join, resolve } from 'node:path';
+import { Level } from 'level';
+import {
+  KEY,
+  STORE_FORMAT,
+  TOKENIZER,
+  BM25,
+  hex,
+  type StoreIndexMeta,
+  type StoreMeta,
+  type StoreProductMeta,
+  type UnitLicence,
+} from '../../contract/store-format.ts';
+import { readAkomaNtoso, type AknProvision } from '../ingest/akoma-ntoso.ts';
+import { readActs } from '../ingest/acts.ts';
+import { readAlignedParagraphs } from '../ingest/aligned-paragraphs.ts';
+import { readCsv } from '../ingest/csv.ts';
+import { BadRecordCounter, failOnBadRecord, IngestError, type BadRecordHandler } from '../ingest/errors.ts';
+import { readEuroVocDescriptors, type DescriptorPlacement } from '../ingest/eurovoc.ts';
+import { readJsonStat } from '../ingest/jsonstat.ts';
+import type { CatalogSrc, DataSpec, Source, StoreSummary } from '../model.ts';
+import { BatchWriter, type Db } from './batch.ts';
+import { IndexWriter } from './index-writer.ts';
+import { RefHashSet } from './ref-set.ts';
+import { fsyncTree, publishStore, pruneStores, removeStaleTemp, tmpName } from './publish.ts';
+import { formatReport, type SourceReport } from './report.ts';
+import { compileRule, routeAct, type RouteResult, type RoutingRule } from './routing.ts';
+import { aknAct, alignedRowUnit, paragraphUnit, provisionUnit, recordUnit, unitLicence, type BuiltUnit } from './units.ts';
+
+export interface BuildStoreOptions {
+  storeRoot: string;
+  builtAt: string;
+  skipBadRecords: boolean;
+  progress?: (msg: string) => void;
+  /** Postings buffered in memory before a run is spilled (tests lower it to exercise spilling). */
+  runPostings?: number;
+}
+
+type Plan =
+  | { id: string; state: 'served'; src: Source }
+  | { id: string; state: 'held'; src: Source }
+  | { id: string; state: 'no-data'; src: Source; reason: string }
+  | { id: string; state: 'tables'; src: Source; reason: string };
+
+/** Decides, per source named by a product, whether it is read; held sources never are. */
+function planSources(cat: CatalogSrc): Plan[] {
+  const ids = [...new Set(cat.products.flatMap((p) => p.sources.map((s) => s.source)))].sort();
+  return ids.map((id): Plan => {
+    const src = cat.sources.get(id);
+    if (!src) throw new Error(`product source "${id}" has no source definition`);
+    if (src.held || !src.ruling) return { id, state: 'held', src };
+    if (src.unit === null) return { id, state: 'tables', src, reason: 'reference tables used for routing; this source sells no units' };
+    if (!src.data?.length) return { id, state: 'no-data', src, reason: src.no_data_reason ?? 'no data is configured for this source' };
+    return { id, state: 'served', src };
+  });
+}
+
+const openDb = async (dir: string, big: boolean): Promise<Db> => {
+  // Large write buffer and files for the store: fewer, bigger sorted tables. Scratch data is
+  // short-lived, so it skips compression.
+  const db = new Level<string, Uint8Array>(dir, {
+    keyEncoding: 'utf8',
+    valueEncoding: 'view',
+    createIfMissing: true,
+    errorIfExists: true,
+    compression: big,
+    writeBufferSize: big ? 32 << 20 : 16 << 20,
+    maxFileSize: big ? 64 << 20 : 16 << 20,
+    cacheSize: 4 << 20,
+  });
+  await db.open();
+  return db;
+};
+
+/** Forward vectors arrive in docid order; a flat file keeps them until the store can take them in order. */
+class ForwardSpool {
+  private readonly out;
+  constructor(readonly path: string) {
+    this.out = createWriteStream(path);
+  }
+  async append(docid: number, fwd: Buffer): Promise<void> {
+    const head = Buffer.alloc(8);
+    head.writeUInt32LE(docid, 0);
+    head.writeUInt32LE(fwd.length, 4);
+    this.out.write(head);
+    if (!this.out.write(fwd)) await once(this.out, 'drain');
+  }
+  async close(): Promise<void> {
+    this.out.end();
+    await once(this.out, 'close');
+  }
+  async copyInto(w: BatchWriter): Promise<void> {
+    let pending: Buffer = Buffer.alloc(0);
+    for await (const chunk of createReadStream(this.path, { highWaterMark: 1 << 20 })) {
+      pending = pending.length ? Buffer.concat([pending, chunk as Buffer]) : (chunk as Buffer);
+      let off = 0;
+      while (pending.length - off >= 8) {
+        const docid = pending.readUInt32LE(off);
+        const len = pending.readUInt32LE(off + 4);
+        if (pending.length - off - 8 < len) break;
+        await w.put(KEY.forward(docid), pending.subarray(off + 8, off + 8 + len)); // read chunks are never reused
+        off += 8 + len;
+      }
+      pending = pending.subarray(off);
+    }
+  }
+}
+
+/** Copies one key range of the scratch database into the store, in key order. */
+async function copyRange(from: Db, w: BatchWriter, prefix: string): Promise<void> {
+  for await (const [key, value] of from.iterator({ gte: prefix, lt: prefix.slice(0, -1) + '~' })) await w.put(key, value.slice());
+}
+
+export async function buildUnitStore(
+  cat: CatalogSrc,
+  opts: BuildStoreOptions,
+): Promise<StoreSummary & { report: string }> {
+  const progress = opts.progress ?? (() => {});
+  const root = resolve(opts.storeRoot);
+  await mkdir(root, { recursive: true });
+  for (const name of await removeStaleTemp(root)) progress(`removed ${name}, left by an interrupted build`);
+
+  const bad = new BadRecordCounter();
+  const onBad: BadRecordHandler = opts.skipBadRecords ? bad.handler : failOnBadRecord;
+  const plan = planSources(cat);
+  const productIds = cat.products.map((p) => p.product_id).sort();
+  const listing = new Map<string, string[]>(); // source -> products naming it
+  for (const p of cat.products) for (const s of p.sources) listing.set(s.source, [...(listing.get(s.source) ?? []), p.product_id].sort());
+  const rules: RoutingRule[] = cat.products.map((p) => compileRule(p.product_id, p.routing)).sort((a, b) => (a.productId < b.productId ? -1 : 1));
+
+  const storeDir = join(root, tmpName('store'));
+  const scratchDir = join(root, tmpName('scratch'));
+  const spoolPath = join(root, tmpName('forward'));
+  let db: Db | null = null;
+  let scratch: Db | null = null;
+  let spool: ForwardSpool | null = null;
+
+  try {
+    db = await openDb(storeDir, true);
+    scratch = await openDb(scratchDir, false);
+    spool = new ForwardSpool(spoolPath);
+    const out = new BatchWriter(db);
+    const side = new BatchWriter(scratch);
+    const index = new IndexWriter(productIds, scratch, opts.runPostings);
+    const hash = createHash('sha256');
+    const refs = new RefHashSet();
+    let nextDoc = 0;
+
+    const counts: Record<string, Record<string, { rows: number; units: number }>> = {};
+    for (const p of cat.products) counts[p.product_id] = Object.fromEntries(p.sources.map((s) => [s.source, { rows: 0, units: 0 }]));
+    const reports = new Map<string, SourceReport>();
+    const licences: Record<string, UnitLicence> = {};
+
+    /** Stores one unit in the given products (none: counted as routed nowhere, not stored). */
+    const emit = async (rep: SourceReport, b: BuiltUnit, products: string[], file: string, where: string) => {
+      rep.records++;
+      if (products.length === 0) {
+        rep.unrouted++;
+        return;
+      }
+      const { ref } = b.unit;
+      if (!refs.add(ref)) {
+        // same hashes as an earlier reference: confirm against the references written so far
+        await side.flush();
+        if ((await scratch!.get(KEY.ref(ref))) !== undefined) {
+          onBad(new IngestError(file, where, `duplicate unit ${ref}`));
+          rep.duplicates++;
+          return;
+        }
+      }
+      const docid = nextDoc++;
+      const body = Buffer.from(JSON.stringify({ unit: b.unit, products }));
+      hash.update(body).update('\n');
+      await out.put(KEY.doc(docid), body);
+      await side.put(KEY.ref(ref), Buffer.from(hex(docid, 8)));
+      const fwd = await index.add(docid, ref, b.searchText, products);
+      if (fwd) await spool!.append(docid, fwd);
+      rep.units++;
+      rep.rows += b.unit.rows.length;
+      for (const pid of products) {
+        const c = counts[pid][rep.source];
+        c.units++;
+        c.rows += b.unit.rows.length;
+      }
+      if (nextDoc % 100_000 === 0) progress(`ingest: ${nextDoc} units`);
+    };
+
+    // EuroVoc tables come from a served source's 'eurovoc' data (never from a held one).
+    let table = new Map<string, DescriptorPlacement>();
+    let tablesFrom: string | null = null;
+    for (const src of [...cat.sources.values()].sort((a, b) => (a.id < b.id ? -1 : 1))) {
+      if (src.held || !src.ruling) continue;
+      const spec = src.data?.find((d) => d.adapter === 'eurovoc');
+      if (!spec || tablesFrom) continue;
+      table = await readEuroVocDescriptors(join(cat.root, spec.path), spec.path, onBad);
+      tablesFrom = `${src.id} (${spec.path}, ${table.size} descriptors)`;
+    }
+
+    const actRoutes = new Map<string, { routes: Map<string, RouteResult>; lines: number }>();
+    const routesFor = async (acts: string) => {
+      let r = actRoutes.get(acts);
+      if (r) return r;
+      progress(`routing: reading ${acts}`);
+      r = { routes: new Map(), lines: 0 };
+      for await (const a of readActs(join(cat.root, acts), acts, onBad)) {
+        if (r.routes.has(a.celex)) {
+          onBad(new IngestError(acts, String(a.line), `act ${a.celex} is listed twice`));
+          continue;
+        }
+        r.routes.set(a.celex, routeAct(a.descriptors, rules, table));
+        r.lines++;
+      }
+      actRoutes.set(acts, r);
+      return r;
+    };
+
+    for (const item of plan) {
+      if (item.state !== 'served') continue;
+      const src = item.src;
+      const rep: SourceReport = { source: src.id, unit: src.unit!, records: 0, units: 0, rows: 0, unrouted: 0, duplicates: 0, noAct: 0, acts: new Map() };
+      reports.set(src.id, rep);
+      licences[src.id] = unitLicence(src);
+      const listed = listing.get(src.id) ?? [];
+      for (const spec of src.data!) {
+        const path = join(cat.root, spec.path);
+        progress(`ingest: ${src.id} from ${spec.path} (${spec.adapter})`);
+        await ingestSpec(src, spec, path, listed, rep);
+      }
+    }
+
+    async function ingestSpec(src: Source, spec: DataSpec, path: string, listed: string[], rep: SourceReport) {
+      const routed = src.routed === true;
+      let routes: Map<string, RouteResult> | null = null;
+      if (routed) {
+        if (!spec.acts) throw new Error(`sources/${src.id}.json: a routed source needs an "acts" file for ${spec.path}`);
+        routes = (await routesFor(spec.acts)).routes;
+        rep.actsFile = spec.acts;
+      }
+      const productsOfAct = (celex: string): string[] => {
+        if (!routes) return listed;
+        const r = routes.get(celex);
+        if (!r) {
+          rep.noAct++;
+          rep.noActSample ??= celex;
+          return [];
+        }
+        const products = r.products.filter((p) => listed.includes(p));
+        let a = rep.acts.get(celex);
+        if (!a) rep.acts.set(celex, (a = { products, units: 0 }));
+        a.units++;
+        return products;
+      };
+      switch (spec.adapter) {
+        case 'aligned-paragraphs':
+        case 'aligned-rows': {
+          if (src.unit !== (spec.adapter === 'aligned-paragraphs' ? 'P' : 'R'))
+            throw new Error(`sources/${src.id}.json: adapter ${spec.adapter} does not make ${src.unit} units`);
+          const make = spec.adapter === 'aligned-paragraphs' ? paragraphUnit : alignedRowUnit;
+          for await (const p of readAlignedParagraphs(path, spec.path, onBad)) await emit(rep, make(src, p), productsOfAct(p.celex), p.file, String(p.line));
+          return;
+        }
+        case 'csv': {
+          if (!spec.key?.length) throw new Error(`sources/${src.id}.json: csv data ${spec.path} needs "key" columns for stable unit references`);
+          for await (const r of readCsv(path, spec.path, onBad)) {
+            const missing = [...spec.key, ...(spec.text ?? [])].filter((c) => r.record[c] === undefined);
+            const empty = spec.key.filter((c) => r.record[c] === '');
+            if (missing.length || empty.length) {
+              onBad(new IngestError(r.file, String(r.line), missing.length ? `missing column(s) ${missing.join(', ')}` : `empty key column(s) ${empty.join(', ')}`));
+              continue;
+            }
+            await emit(rep, recordUnit(src, spec, spec.key.map((c) => r.record[c]), r.record), listed, r.file, String(r.line));
+          }
+          return;
+        }
+        case 'jsonstat': {
+          for await (const r of readJsonStat(path, spec.path, onBad)) await emit(rep, recordUnit(src, spec, [r.dataset, ...r.key], r.record), listed, r.file, r.where);
+          return;
+        }
+        case 'akoma-ntoso': {
+          // Versions of one provision (kinds, languages) may sit in different files: stage them
+          // in the scratch database keyed by (act, eId, kind, lang), then build one unit each.
+          const prefix = `a!${src.id}!`;
+          const staged = new Set<string>();
+          for await (const p of readAkomaNtoso(path, cat.root, onBad)) {
+            const key = `${prefix}${aknAct(p)}\u0001${p.eid}\u0001${p.kind}\u0001${p.lang}`;
+            if (staged.has(key)) {
+              onBad(new IngestError(p.file, p.path, `provision ${p.eid} (${p.kind}, ${p.lang}) of ${aknAct(p)} occurs in more than one file`));
+              continue;
+            }
+            staged.add(key);
+            await side.put(key, Buffer.from(JSON.stringify(p)));
+          }
+          await side.flush();
+          let group: AknProvision[] = [];
+          let groupKey = '';
+          const flushGroup = async () => {
+            if (group.length) await emit(rep, provisionUnit(src, group), listed, group[0].file, group[0].path);
+            group = [];
+          };
+          for await (const [key, value] of scratch!.iterator({ gte: prefix, lt: `a!${src.id}"` })) {
+            const [act, eid] = key.slice(prefix.length).split('\u0001');
+            const k = `${act}\u0001${eid}`;
+            if (k !== groupKey) {
+              await flushGroup();
+              groupKey = k;
+            }
+            group.push(JSON.parse(Buffer.from(value).toString('utf8')) as AknProvision);
+          }
+          await flushGroup();
+          return;
+        }
+        case 'eurovoc':
+          return; // routing tables, read above; never units
+      }
+    }
+
+    await out.flush();
+    await side.flush();
+    await spool.close();
+    progress(`ingest done: ${nextDoc} units; building the search index`);
+    const idx = await index.finish(out, progress);
+    progress(`index: ${idx.terms} terms, ${idx.postings} postings; copying look-up tables`);
+    await spool.copyInto(out);
+    await copyRange(scratch, out, 'r!');
+
+    hash.update(JSON.stringify(Object.entries(licences).sort()));
+    const storeVersion = `store-${hash.digest('hex').slice(0, 12)}`;
+    const productMeta: Record<string, StoreProductMeta> = {};
+    for (const pid of productIds) {
+      const by_source = counts[pid];
+      productMeta[pid] = {
+        units: Object.values(by_source).reduce((s, c) => s + c.units, 0),
+        rows: Object.values(by_source).reduce((s, c) => s + c.rows, 0),
+        by_source,
+      };
+    }
+    const meta: StoreMeta = { format: STORE_FORMAT, store_version: storeVersion, built_at: opts.builtAt, products: productMeta };
+    const indexMeta: StoreIndexMeta = { tokenizer: TOKENIZER, doc_count: nextDoc, bm25: { ...BM25 }, products: index.productStats() };
+    await out.put(KEY.index, Buffer.from(JSON.stringify(indexMeta)));
+    await out.put(KEY.licences, Buffer.from(JSON.stringify(licences)));
+    await out.flush();
+    // the last write is synced; the fsync pass below covers every table file as well
+    await db.put(KEY.meta, Buffer.from(JSON.stringify(meta)), { sync: true });
+    await db.close();
+    db = null;
+    await scratch.close();
+    scratch = null;
+    await rm(scratchDir, { recursive: true, force: true });
+    await rm(spoolPath, { force: true });
+    await fsyncTree(storeDir);
+
+    const { previous, reused } = await publishStore(root, storeDir, storeVersion);
+    const pruned = await pruneStores(root, [storeVersion, previous]);
+    progress(`store ${storeVersion} ${reused ? 'unchanged (same content)' : 'written'}; CURRENT -> ${storeVersion}${pruned.length ? `; pruned ${pruned.join(', ')}` : ''}`);
+
+    const notes: Record<string, string> = {};
+    for (const item of plan) {
+      if (item.state === 'no-data' || item.state === 'tables') notes[item.id] = item.reason;
+      if (item.state === 'served' && (reports.get(item.id)?.units ?? 0) === 0) notes[item.id] = 'its data produced no units (see the build report)';
+    }
+    const summary: StoreSummary = { store_version: storeVersion, computed_at: opts.builtAt, products: counts, notes };
+    const report = formatReport({ storeVersion, plan, reports, counts, actRoutes, tablesFrom, bad, skip: opts.skipBadRecords, units: nextDoc, index: idx });
+    return { ...summary, report };
+  } catch (err) {
+    await db?.close().catch(() => {});
+    await scratch?.close().catch(() => {});
+    await spool?.close().catch(() => {});
+    await rm(storeDir, { recursive: true, force: true });
+    await rm(scratchDir, { recursive: true, force: true });
+    await rm(spoolPath, { force: true });
+    throw err;
+  }
+}

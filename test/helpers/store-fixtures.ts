@@ -1,0 +1,101 @@
+// Test helpers for the unit store tests. The expected numbers are recomputed here straight from
+// the fixture files with plain JSON.parse, csv-parse and string search; nothing here calls the
+// generator's adapters, routing or unit builders, so a bug there cannot hide in the expectation.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { Level } from 'level';
+import { loadCatalogSrc } from '../../generator/load.ts';
+import type { CatalogSrc } from '../../generator/model.ts';
+import { CATALOG_SRC } from './build.ts';
+
+export { CATALOG_SRC };
+export const BUILT_AT = '2026-11-01T00:00:00.000Z';
+
+export async function catalog(root = CATALOG_SRC): Promise<CatalogSrc> {
+  return loadCatalogSrc(root);
+}
+
+const jsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+
+export interface Expected {
+  /** product -> source -> counts */
+  counts: Record<string, Record<string, { units: number; rows: number }>>;
+  /** CELEX -> products its descriptors route to (over all product rules) */
+  actProducts: Map<string, string[]>;
+}
+
+/** Every count the store should report, recomputed from catalog-src's files. */
+export function expectedCounts(cat: CatalogSrc): Expected {
+  const root = cat.root;
+  const descriptors = new Map<string, { mts: string[]; domains: string[] }>();
+  for (const r of parseCsv(readFileSync(join(root, 'data/eurovoc/descriptors.csv')), { columns: true }) as Record<string, string>[])
+    descriptors.set(r.descriptor_id, { mts: r.mt_eurovoc_ids.split(';').filter(Boolean), domains: r.domain_codes.split(';').filter(Boolean) });
+
+  const actProducts = new Map<string, string[]>();
+  for (const act of jsonl(join(root, 'data/eurlex/multi_eurlex_sample.jsonl'))) {
+    const ds: string[] = act.eurovoc_concepts.all_levels;
+    const hits = cat.products.filter(({ routing: r }) =>
+      ds.some((d) => r.descriptors.includes(d) || (descriptors.get(d)?.mts ?? []).some((m) => r.microthesauri.includes(m)) || (descriptors.get(d)?.domains ?? []).some((x) => r.domains.includes(x))),
+    );
+    actProducts.set(act.celex_id, hits.map((p) => p.product_id).sort());
+  }
+
+  const paragraphs = jsonl(join(root, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl'));
+  // Finlex: provisions = elements with an eId between <body> and </body>, counted by string search
+  let provisions = 0;
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const p = join(dir, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (name.endsWith('.xml')) {
+        const xml = readFileSync(p, 'utf8');
+        const body = xml.slice(xml.indexOf('<body>'), xml.indexOf('</body>'));
+        provisions += body.split(' eId="').length - 1;
+      }
+    }
+  };
+  walk(join(root, 'data/akn/finlex/act'));
+  const ecdcRecords = (parseCsv(readFileSync(join(root, 'data/ecdc/covid19_weekly_cases_deaths_2023w27-w46.csv')), { columns: true }) as unknown[]).length;
+
+  const counts: Expected['counts'] = {};
+  for (const p of cat.products) {
+    counts[p.product_id] = {};
+    for (const { source } of p.sources) {
+      const src = cat.sources.get(source)!;
+      let units = 0;
+      let rows = 0;
+      if (!src.held && src.ruling) {
+        const routedHere = (celex: string) => (actProducts.get(celex) ?? []).includes(p.product_id);
+        if (source === 'eu.eurlex') for (const x of paragraphs.filter((x) => routedHere(x.celex_id))) { units++; rows += x.langs.length; }
+        if (source === 'eu.aligned_paragraphs') rows = units = paragraphs.filter((x) => routedHere(x.celex_id)).length;
+        if (source === 'fi.finlex') rows = units = provisions;
+        if (source === 'global.ecdc') rows = units = ecdcRecords;
+      }
+      counts[p.product_id][source] = { units, rows };
+    }
+  }
+  return { counts, actProducts };
+}
+
+/** Reads every unit record of a built store directly (no reader code): [unit, products]. */
+export async function scanStore(storeDir: string): Promise<{ units: { ref: string; source: string; rows: unknown[] }[]; products: string[][]; keys: string[] }> {
+  const db = new Level<string, string>(storeDir, { createIfMissing: false });
+  await db.open();
+  const units: { ref: string; source: string; rows: unknown[] }[] = [];
+  const products: string[][] = [];
+  const keys: string[] = [];
+  try {
+    for await (const [key, value] of db.iterator({ valueEncoding: 'binary' as never })) {
+      keys.push(key);
+      if (key.startsWith('d!')) {
+        const v = JSON.parse(Buffer.from(value as unknown as Uint8Array).toString('utf8'));
+        units.push(v.unit);
+        products.push(v.products);
+      }
+    }
+  } finally {
+    await db.close();
+  }
+  return { units, products, keys };
+}

@@ -1,0 +1,159 @@
+// Unit store build: counts, EuroVoc routing, held sources, bad records, reproducible versions.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { appendFile, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { buildUnitStore } from '../generator/store/build-store.ts';
+import type { CatalogSrc } from '../generator/model.ts';
+import { openUnitStore } from '../payments/unit-store.ts';
+import { copyCatalogSrc, tempDir } from './helpers/build.ts';
+import { BUILT_AT, catalog, expectedCounts, scanStore } from './helpers/store-fixtures.ts';
+
+const opts = (storeRoot: string, extra: object = {}) => ({ storeRoot, builtAt: BUILT_AT, skipBadRecords: false, ...extra });
+
+let cat: CatalogSrc;
+let root: string;
+let built: Awaited<ReturnType<typeof buildUnitStore>>;
+
+test.before(async () => {
+  cat = await catalog();
+  root = await tempDir('store');
+  // a small spill threshold makes the index builder merge many runs, as it does at scale
+  built = await buildUnitStore(cat, opts(root, { runPostings: 2_000 }));
+});
+
+test('counts per product and source equal an independent recount of the fixture files', async () => {
+  const { counts } = expectedCounts(cat);
+  assert.equal(built.products, counts);
+  // the sources that really have data are not all zero (the recount is not vacuous)
+  assert.ok(counts['svc-language-eu']['fi.finlex'].units === 232);
+  assert.ok(counts['svc-health-eu']['global.ecdc'].rows === 1240);
+  assert.ok(counts['svc-agriculture-eu']['eu.eurlex'].rows > counts['svc-agriculture-eu']['eu.eurlex'].units);
+  // the store's own meta says the same, and so does a full scan of its unit records
+  const store = await openUnitStore(root);
+  for (const [pid, bySource] of Object.entries(counts)) {
+    assert.equal(store.meta.products[pid].by_source, bySource, pid);
+    assert.is(store.meta.products[pid].units, Object.values(bySource).reduce((s, c) => s + c.units, 0));
+  }
+  await store.close();
+  const scan = await scanStore(join(root, built.store_version!));
+  const scanned: Record<string, Record<string, { units: number; rows: number }>> = {};
+  scan.units.forEach((u, i) => {
+    for (const pid of scan.products[i]) {
+      const c = ((scanned[pid] ??= {})[u.source] ??= { units: 0, rows: 0 });
+      c.units++;
+      c.rows += u.rows.length;
+    }
+  });
+  for (const [pid, bySource] of Object.entries(counts))
+    for (const [sid, c] of Object.entries(bySource)) assert.equal(scanned[pid]?.[sid] ?? { units: 0, rows: 0 }, c, `${pid} ${sid}`);
+});
+
+test('routing: an act in two products\' rules is in both, an act in no rule is in none', async () => {
+  const { actProducts } = expectedCounts(cat);
+  // acts that have paragraph 0 in the paragraph file (some acts of the sample have none)
+  const withParagraphs = new Set(
+    (await readFile(join(cat.root, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((x) => x.para_idx === 0).map((x) => x.celex_id),
+  );
+  const acts = [...actProducts].filter(([c]) => withParagraphs.has(c));
+  const two = acts.filter(([, ps]) => ps.length >= 2);
+  const none = acts.filter(([, ps]) => ps.length === 0);
+  assert.ok(two.length > 0 && none.length > 0, 'the fixtures have both kinds of act');
+  const store = await openUnitStore(root);
+  try {
+    for (const [celex, products] of [...two, ...none]) {
+      const ref = `eu.eurlex:${celex}/0`;
+      for (const p of cat.products) {
+        const r = await store.getUnits(p.product_id, [ref]);
+        if (products.includes(p.product_id)) assert.equal(r.units.map((u) => u.ref), [ref], `${celex} should be in ${p.product_id}`);
+        else assert.equal(r.unknown, [ref], `${celex} should not be in ${p.product_id}`);
+      }
+    }
+    // the routing report names the act routed nowhere
+    for (const [celex] of none) assert.ok(built.report.includes(celex), built.report);
+  } finally {
+    await store.close();
+  }
+});
+
+test('no unit, row, count or licence in the store comes from a held source', async () => {
+  const held = new Set([...cat.sources.values()].filter((s) => s.held).map((s) => s.id));
+  assert.ok(held.size > 5);
+  const scan = await scanStore(join(root, built.store_version!));
+  assert.ok(scan.units.length > 0);
+  for (const u of scan.units) {
+    assert.not.ok(held.has(u.source), u.ref);
+    assert.not.ok(held.has(u.ref.split(':')[0]), u.ref);
+  }
+  for (const key of scan.keys) for (const h of held) assert.not.ok(key.includes(h), key);
+  for (const [pid, bySource] of Object.entries(built.products))
+    for (const [sid, c] of Object.entries(bySource)) if (held.has(sid)) assert.equal(c, { units: 0, rows: 0 }, `${pid} ${sid}`);
+  const store = await openUnitStore(root);
+  for (const p of Object.values(store.meta.products)) for (const sid of Object.keys(p.by_source)) if (held.has(sid)) assert.is(p.by_source[sid].units + p.by_source[sid].rows, 0);
+  await store.close();
+});
+
+test('a held source is never read, even when it names data', async () => {
+  // If the build opened this path it would fail: the file does not exist.
+  const sources = new Map(cat.sources);
+  const europeana = sources.get('global.europeana')!;
+  assert.ok(europeana.held);
+  sources.set('global.europeana', { ...europeana, data: [{ adapter: 'csv', path: 'data/does-not-exist.csv', key: ['id'] }] });
+  const r = await buildUnitStore({ ...cat, sources }, opts(await tempDir('store-held')));
+  assert.equal(r.products['svc-cultural-heritage-eu']['global.europeana'], { units: 0, rows: 0 });
+  assert.is(r.store_version, built.store_version, 'nothing of the held source changes the store');
+});
+
+test('sources without data report zero and say why; same inputs give the same store version', async () => {
+  assert.equal(built.products['svc-agriculture-eu']['eu.eurostat'], { units: 0, rows: 0 });
+  assert.match(built.notes['eu.eurostat'], /P units/);
+  assert.ok(built.notes['eu.eurovoc_taxonomy']);
+  assert.not.ok('eu.eurlex' in built.notes);
+  assert.match(built.store_version!, /^store-[0-9a-f]{12}$/);
+  const again = await buildUnitStore(cat, opts(await tempDir('store-again')));
+  assert.is(again.store_version, built.store_version);
+  assert.equal(again.products, built.products);
+});
+
+test('malformed input fails the build with file and line, and leaves the store as it was', async () => {
+  const src = await copyCatalogSrc();
+  await appendFile(join(src, 'data/ecdc/covid19_weekly_cases_deaths_2023w27-w46.csv'), '"Austria","AT","cases"\n');
+  const broken = await catalog(src);
+  const storeRoot = await tempDir('store-bad');
+  const first = await buildUnitStore(cat, opts(storeRoot));
+  const before = await readFile(join(storeRoot, 'CURRENT'), 'utf8');
+  const err = await buildUnitStore(broken, opts(storeRoot)).then(() => null, (e: Error) => e);
+  assert.ok(err, 'the build must fail');
+  assert.match(err!.message, /data\/ecdc\/covid19_weekly_cases_deaths_2023w27-w46\.csv:1242: /);
+  assert.is(await readFile(join(storeRoot, 'CURRENT'), 'utf8'), before);
+  assert.equal((await readdir(storeRoot)).sort(), ['CURRENT', first.store_version!], 'no temporary directory is left behind');
+
+  // with the flag the record is skipped and counted in the report
+  const skipped = await buildUnitStore(broken, opts(storeRoot, { skipBadRecords: true }));
+  assert.match(skipped.report, /skipped 1 bad record/);
+  assert.match(skipped.report, /covid19_weekly_cases_deaths_2023w27-w46\.csv:1242/);
+  assert.equal(skipped.products['svc-health-eu']['global.ecdc'], { units: 1240, rows: 1240 });
+});
+
+test('a malformed JSON line in the paragraphs fails with its line number', async () => {
+  const src = await copyCatalogSrc();
+  await appendFile(join(src, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl'), '{"celex_id": "32006D0213", "para_idx": 900, \n');
+  const err = await buildUnitStore(await catalog(src), opts(await tempDir('store-bad-json'))).then(() => null, (e: Error) => e);
+  assert.ok(err);
+  assert.match(err!.message, /data\/eurlex\/multi_eurlex_paragraphs_aligned\.jsonl:750: invalid JSON/);
+});
+
+test('a changed input changes the store version', async () => {
+  const src = await copyCatalogSrc();
+  const path = join(src, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl');
+  const lines = (await readFile(path, 'utf8')).split('\n');
+  const first = JSON.parse(lines[0]);
+  first.text.en = 'COMMISSION DECISION (edited)';
+  lines[0] = JSON.stringify(first);
+  const { writeFile } = await import('node:fs/promises');
+  await writeFile(path, lines.join('\n'));
+  const r = await buildUnitStore(await catalog(src), opts(await tempDir('store-changed')));
+  assert.is.not(r.store_version, built.store_version);
+});
+
+test.run();

@@ -1,0 +1,145 @@
+// Unit store search: relevant units rank first, the ranking equals a brute-force BM25 over the
+// fixture texts, limits hold, and identical store + query give identical results.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tokenize } from '../contract/store-format.ts';
+import { buildUnitStore } from '../generator/store/build-store.ts';
+import type { CatalogSrc } from '../generator/model.ts';
+import { openUnitStore } from '../payments/unit-store.ts';
+import { tempDir } from './helpers/build.ts';
+import { BUILT_AT, catalog, expectedCounts } from './helpers/store-fixtures.ts';
+
+let cat: CatalogSrc;
+let root: string;
+let store: Awaited<ReturnType<typeof openUnitStore>>;
+
+test.before(async () => {
+  cat = await catalog();
+  root = await tempDir('store-search');
+  await buildUnitStore(cat, { storeRoot: root, builtAt: BUILT_AT, skipBadRecords: false });
+  store = await openUnitStore(root);
+});
+test.after(async () => store.close());
+
+const refs = async (pid: string, q: string, limit = 10) => (await store.search(pid, q, limit)).map((u) => u.ref);
+
+test('known queries: the relevant unit ranks first', async () => {
+  const fire = await refs('svc-green-deal-eu', 'reaction to fire classes wood flooring panelling');
+  assert.match(fire[0], /^eu\.eurlex:32006D0213\//);
+  assert.ok(fire.slice(0, 3).every((r) => r.startsWith('eu.eurlex:32006D0213/')), fire.join());
+  assert.is((await refs('svc-agriculture-eu', 'aid to milk producers in Portugal'))[0], 'eu.eurlex:31993R1663/15');
+  // Finlex (Finnish text): the farm energy investment section
+  assert.is((await refs('svc-language-eu', 'biokaasuntuotantoon energiainvestoinnit'))[0], 'fi.finlex:/akn/fi/act/statute/2026/3#sec_16');
+  // ECDC records: location, indicator and week
+  assert.is((await refs('svc-health-eu', 'Austria deaths 2023-31'))[0], 'global.ecdc:AT/deaths/2023-31');
+  // a product only sees its own units: the fire decision is not in agriculture
+  assert.not.ok((await refs('svc-agriculture-eu', 'reaction to fire wood flooring', 50)).some((r) => r.startsWith('eu.eurlex:32006D0213/')));
+});
+
+test('results carry citation, licence and every language version', async () => {
+  const [u] = await store.search('svc-agriculture-eu', 'aid to milk producers in Portugal', 1);
+  assert.is(u.kind, 'P');
+  assert.is(u.citation.celex, '31993R1663');
+  assert.is(u.citation.para, 15);
+  assert.is(u.citation.url, 'https://eur-lex.europa.eu/legal-content/EN/TXT/?uri=CELEX:31993R1663');
+  assert.is(u.licence.source, 'eu.eurlex');
+  assert.ok(u.licence.attribution.includes('European Union'));
+  const line = readFileSync(join(cat.root, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl'), 'utf8').split('\n').map((l) => l && JSON.parse(l)).find((x) => x && x.celex_id === '31993R1663' && x.para_idx === 15);
+  assert.equal(u.rows.map((r) => r.lang).sort(), [...line.langs].sort());
+  for (const r of u.rows) assert.is(r.text, line.text[r.lang]);
+});
+
+/** BM25 (k1 1.2, b 0.75) computed by brute force over the English pivot paragraphs of a product. */
+let actProducts: Map<string, string[]> | undefined;
+function bruteForce(pid: string, query: string, limit: number): string[] {
+  actProducts ??= expectedCounts(cat).actProducts;
+  const docs = readFileSync(join(cat.root, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl'), 'utf8')
+    .split('\n').filter(Boolean).map((l) => JSON.parse(l))
+    .filter((x) => (actProducts!.get(x.celex_id) ?? []).includes(pid))
+    .map((x) => ({ ref: `eu.eurlex:${x.celex_id}/${x.para_idx}`, tokens: tokenize(x.text.en) }))
+    .filter((d) => d.tokens.length > 0);
+  const avgdl = docs.reduce((s, d) => s + d.tokens.length, 0) / docs.length;
+  const terms = [...new Set(tokenize(query))].sort();
+  const df = new Map(terms.map((t) => [t, docs.filter((d) => d.tokens.includes(t)).length]));
+  const scored = docs.map((d) => {
+    let score = 0;
+    for (const t of terms) {
+      const tf = d.tokens.filter((x) => x === t).length;
+      if (!tf) continue;
+      const idf = Math.log(1 + (docs.length - df.get(t)! + 0.5) / (df.get(t)! + 0.5));
+      score += (idf * (tf * 2.2)) / (tf + 1.2 * (1 - 0.75 + (0.75 * d.tokens.length) / avgdl));
+    }
+    return { ref: d.ref, score };
+  }).filter((d) => d.score > 0);
+  scored.sort((a, b) => b.score - a.score || (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
+  return scored.slice(0, limit).map((d) => d.ref);
+}
+
+test('ranking equals brute-force BM25 over the product (score, then unit id)', async () => {
+  // products whose only served data is EUR-Lex paragraphs
+  const cases: [string, string][] = [
+    ['svc-agriculture-eu', 'export refunds'],
+    ['svc-agriculture-eu', 'commission regulation'],
+    ['svc-agriculture-eu', 'Member States shall notify the Commission'],
+    ['svc-agriculture-eu', 'article'],
+    ['svc-finance-eu', 'import duties'],
+    ['svc-finance-eu', 'export refunds products'],
+    ['svc-finance-eu', 'aid'],
+    ['svc-green-deal-eu', 'fire'],
+    ['svc-manufacturing-eu', 'products classes'],
+  ];
+  for (const [pid, q] of cases) {
+    for (const limit of [1, 10, 40]) {
+      const expected = bruteForce(pid, q, limit);
+      assert.ok(expected.length > 0, `${q} has matches`);
+      assert.equal(await refs(pid, q, limit), expected, `${pid} "${q}" limit ${limit}`);
+    }
+  }
+});
+
+test('limit is honoured', async () => {
+  for (const limit of [1, 2, 5, 17]) assert.is((await refs('svc-agriculture-eu', 'regulation', limit)).length, limit);
+  const all = await refs('svc-agriculture-eu', 'regulation', 100000);
+  assert.ok(all.length > 17 && all.length < 100000);
+  assert.equal(new Set(all).size, all.length, 'no duplicates');
+  assert.equal(await refs('svc-agriculture-eu', 'regulation', 0), []);
+});
+
+test('same query, same results (also after reopening the store)', async () => {
+  const q = 'Commission regulation export refunds cereals';
+  const a = await refs('svc-agriculture-eu', q, 25);
+  const b = await refs('svc-agriculture-eu', q, 25);
+  await store.close(); // LevelDB allows one handle per store and process
+  store = await openUnitStore(root);
+  const c = await refs('svc-agriculture-eu', q, 25);
+  assert.equal(a, b);
+  assert.equal(a, c);
+  assert.is(a.length, 25);
+});
+
+test('queries with no indexed word, and unknown products, give nothing', async () => {
+  assert.equal(await refs('svc-agriculture-eu', 'the of and'), []);
+  assert.equal(await refs('svc-agriculture-eu', 'zzzyxw'), []);
+  assert.equal(await refs('svc-unknown', 'milk'), []);
+  assert.equal(await refs('svc-tourism-eu', 'milk'), [], 'a product with no units');
+});
+
+test('look-up by reference: in request order, unknown references reported', async () => {
+  const r = await store.getUnits('svc-language-eu', ['fi.finlex:/akn/fi/act/statute/2026/3#sec_16', 'eu.eurlex:nope/1', 'global.ecdc:AT/cases/2023-27']);
+  assert.equal(r.units.map((u) => u.ref), ['fi.finlex:/akn/fi/act/statute/2026/3#sec_16']);
+  assert.equal(r.unknown, ['eu.eurlex:nope/1', 'global.ecdc:AT/cases/2023-27'], 'an ECDC record is not in the language product');
+  const a = r.units[0];
+  assert.is(a.kind, 'A');
+  assert.is(a.citation.akn, '/akn/fi/act/statute/2026/3');
+  assert.is(a.citation.eid, 'sec_16');
+  assert.is(a.citation.eli, 'http://data.finlex.fi/eli/sd/2026/3/alkup');
+  assert.is(a.citation.url, 'https://opendata.finlex.fi/finlex/avoindata/v1/akn/fi/act/statute/2026/3/fin@');
+  assert.equal(a.rows.map((x) => [x.lang, x.kind]), [['fi', 'statute']]);
+  const h = await store.getUnits('svc-health-eu', ['global.ecdc:AT/cases/2023-27']);
+  assert.equal(h.units[0].record?.location_name, 'Austria');
+  assert.is(h.units[0].rows.length, 1);
+});
+
+test.run();
