@@ -8,7 +8,7 @@ import { createSandboxProcessor, SANDBOX_DECLINE_TOKEN, SANDBOX_REQUIRES_ACTION_
 import { hashToken } from '../payments/tokens.ts';
 import { PROBLEM_BASE } from '../payments/problem.ts';
 import { payTopup } from '../payments/topup.ts';
-import { postJson, startTopupApp, TEST_SECRET, type TopupApp } from './topup-app.ts';
+import { postJson, startTopupApp, TEST_SECRET, type TopupApp } from './helpers/topup-app.ts';
 
 const processor = createSandboxProcessor({ env: {} });
 let app: TopupApp;

@@ -10,7 +10,7 @@ import { createStripeProcessor, stripeProcessorFromEnv } from '../payments/proce
 import { processorFromEnv } from '../payments/processors/index.ts';
 import { PROBLEM_BASE } from '../payments/problem.ts';
 import { hashToken } from '../payments/tokens.ts';
-import { postJson, startTopupApp, type TopupApp } from './topup-app.ts';
+import { postJson, startTopupApp, type TopupApp } from './helpers/topup-app.ts';
 
 interface Seen {
   path: string;

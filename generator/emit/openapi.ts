@@ -1,0 +1,439 @@
+// v1/specification: the OpenAPI 3.1 document of the service. It is the one contract between the
+// build and the payments service: the service reads this file at start and validates every request
+// body and path parameter against it (payments/openapi-validate.ts), so the bounds written here
+// (units 1..100, limit 1..100, query <= 500 characters, body <= 16 KiB) are the bounds enforced.
+import { type Emitter, JSON_TYPE, distPath, jsonBody } from './types.ts';
+// The generator does not import service code (the seam is dist/); the service's payments/problem.ts
+// uses the same base, and test/service-openapi.test.ts checks the two agree.
+export const PROBLEM_BASE = 'https://lds.example/problems/';
+
+/** Request and quote bounds. The service enforces exactly these (it reads them from this document). */
+export const DRAW_BOUNDS = {
+  maxUnits: 100,
+  maxLimit: 100,
+  maxQueryChars: 500,
+  maxBodyBytes: 16 * 1024,
+  quoteLifetimeSeconds: 15 * 60,
+} as const;
+
+const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
+  ['malformed-request', 400, 'the body or a parameter does not match this document; `field` names the failing field'],
+  ['unsupported-currency', 400, 'a currency other than EUR'],
+  ['quote-tampered', 400, 'the quote_id does not verify, or the request changes a field the quote is bound to; `field` names it'],
+  ['balance-token-required', 401, 'no `Authorization: Bearer <BALANCE_TOKEN>`'],
+  ['invalid-balance-token', 401, 'the balance token is not known'],
+  ['quote-expired', 402, 'the quote expired (or the unit store changed); `quote` carries a fresh quote'],
+  ['insufficient-balance', 402, 'the balance does not cover the quote; `quote`, `balance` and `how_to_pay` say how to top up'],
+  ['unknown-product', 404, 'no product with that product_id'],
+  ['unknown-units', 404, 'unit references not in the product; `unknown` lists them'],
+  ['no-matching-units', 404, 'the query matched no unit of the product'],
+  ['not-found', 404, 'no such document'],
+  ['method-not-allowed', 405, 'the path exists but not with this method'],
+  ['quote-paid-by-another-balance', 409, 'the quote was already paid from a different balance'],
+  ['body-too-large', 413, `request body above ${DRAW_BOUNDS.maxBodyBytes} bytes`],
+  ['unsupported-media-type', 415, 'the body is not application/json'],
+  ['rate-limited', 429, 'too many requests from this client; `Retry-After` says when to retry'],
+  ['internal', 500, 'an unexpected error; nothing was charged and no internals are shown'],
+  // POST /lds/balance/topup (payments/topup.ts; test/service-openapi.test.ts checks this list is complete)
+  ['malformed-body', 400, 'top-up: the body is not a JSON object'],
+  ['invalid-amount', 400, 'top-up: amount is not a decimal string with at most two decimals'],
+  ['topup-below-minimum', 400, 'top-up: below the 5.00 EUR minimum'],
+  ['topup-above-maximum', 400, 'top-up: above the maximum of one top-up'],
+  ['payment-required', 402, 'top-up: the MPP challenge (WWW-Authenticate: Payment)'],
+  ['payment-credential-invalid', 402, 'top-up: the credential does not match a valid challenge; a fresh challenge is attached'],
+  ['payment-declined', 402, 'top-up: the card was declined'],
+  ['payment-requires-action', 402, 'top-up: the payment needs customer action'],
+  ['payment-not-completed', 402, 'top-up: the payment did not complete'],
+  ['payment-token-rejected', 402, 'top-up: the processor does not accept the Shared Payment Token'],
+  ['topup-already-credited', 409, 'top-up: this credential was already credited'],
+  ['topup-in-progress', 409, 'top-up: the same credential is being processed'],
+  ['payment-processor-unavailable', 502, 'top-up: the processor failed; nothing credited, resending the same credential is safe'],
+  ['ledger-unavailable', 503, 'the ledger is not accepting changes'],
+  ['internal-error', 500, 'top-up: an unexpected error'],
+];
+
+const money = (description: string) => ({ type: 'string', pattern: '^(0|[1-9][0-9]{0,9})\\.[0-9]{2}$', description, examples: ['5.00'] });
+
+const schemas: Record<string, unknown> = {
+  ProductId: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[a-z0-9][a-z0-9-]*$', description: 'A product id from the catalogue, e.g. `svc-language-eu`.' },
+  Currency: { type: 'string', minLength: 3, maxLength: 3, pattern: '^[A-Za-z]{3}$', description: 'ISO 4217 code. Only `EUR` is accepted (the default); any other code is refused with `unsupported-currency`.' },
+  Money: money('Decimal amount in the currency, two decimals, no sign, no exponent.'),
+  UnitRef: { type: 'string', minLength: 3, maxLength: 200, pattern: '^[a-z][a-z0-9_]*\\.[a-z0-9_]+:\\S+$', description: 'A unit reference `<source>:<local id>`, e.g. `eu.eurlex:32016R0679#p12`.' },
+  DrawRequest: {
+    type: 'object',
+    description:
+      'Without `quote_id`: asks for a quote (answer 402). With `quote_id` and a balance token: pays that quote (answer 200). The paying request repeats the quoted request: `product_id`, `currency` and `units` (as a set) or `query` + `limit` must equal what was quoted, or the draw is refused as `quote-tampered`.',
+    additionalProperties: false,
+    required: ['product_id'],
+    properties: {
+      product_id: { $ref: '#/components/schemas/ProductId' },
+      currency: { $ref: '#/components/schemas/Currency' },
+      units: { type: 'array', minItems: 1, maxItems: DRAW_BOUNDS.maxUnits, items: { $ref: '#/components/schemas/UnitRef' }, description: `1 to ${DRAW_BOUNDS.maxUnits} unit references; duplicates count once. Give either \`units\` or \`query\`.` },
+      query: { type: 'string', minLength: 1, maxLength: DRAW_BOUNDS.maxQueryChars, description: 'Full-text query over the product\'s English text (BM25). It is resolved to a unit list when the quote is made.' },
+      limit: { type: 'integer', minimum: 1, maximum: DRAW_BOUNDS.maxLimit, default: 10, description: 'With `query`: how many units at most (default 10).' },
+      quote_id: { type: 'string', minLength: 1, maxLength: 1024, description: 'The `quote_id` of a 402 quote, when paying it.' },
+    },
+    oneOf: [
+      { required: ['units'], not: { anyOf: [{ required: ['query'] }, { required: ['limit'] }] } },
+      { required: ['query'], not: { required: ['units'] } },
+    ],
+  },
+  BreakdownLine: {
+    type: 'object',
+    required: ['source', 'unit_count', 'unit_price', 'amount'],
+    properties: {
+      source: { type: 'string' },
+      unit_count: { type: 'integer', minimum: 1 },
+      unit_price: { type: 'string', description: 'Per-unit draw rate in EUR, six decimals (micro-euro exact).' },
+      amount: { type: 'string', description: 'Exact subtotal of this source in EUR, six decimals; the quote amount is the sum rounded up to the cent (at least 0.01).' },
+    },
+  },
+  Quote: {
+    type: 'object',
+    description: `A chargeable quote. Stateless: \`quote_id\` carries an HMAC over the product, the resolved unit list, amount, currency, unit store version and expiry. Valid ${DRAW_BOUNDS.quoteLifetimeSeconds / 60} minutes.`,
+    required: ['quote_id', 'product_id', 'unit_count', 'amount', 'currency', 'expires_at', 'breakdown', 'how_to_pay'],
+    properties: {
+      quote_id: { type: 'string' },
+      product_id: { type: 'string' },
+      units: { type: 'array', items: { type: 'string' }, description: 'As requested (unit mode).' },
+      query: { type: 'string', description: 'As requested (query mode).' },
+      limit: { type: 'integer' },
+      resolved_units: { type: 'array', items: { type: 'string' }, description: 'The unit list the quote is bound to.' },
+      unit_count: { type: 'integer', minimum: 1 },
+      amount: { $ref: '#/components/schemas/Money' },
+      currency: { const: 'EUR' },
+      expires_at: { type: 'string', format: 'date-time' },
+      breakdown: { type: 'array', items: { $ref: '#/components/schemas/BreakdownLine' } },
+      store_version: { type: 'string' },
+      catalogue_version: { type: 'string', pattern: '^catalogue-[0-9a-f]{12}$' },
+      payable_from_balance: { type: 'boolean', description: 'True when the request carried a balance token that covers the amount; the response then has `Link: <…/lds/draw>; rel="payment"`.' },
+      how_to_pay: { type: 'string' },
+      pay_with: { type: 'object', description: 'The request to send to pay this quote (add `Authorization: Bearer <BALANCE_TOKEN>`).' },
+      topup_url: { type: 'string', format: 'uri' },
+    },
+  },
+  Citation: {
+    type: 'object',
+    required: ['label'],
+    properties: {
+      label: { type: 'string' },
+      celex: { type: 'string' },
+      eli: { type: 'string' },
+      akn: { type: 'string' },
+      eid: { type: 'string' },
+      para: { type: 'integer' },
+      record: { type: 'string' },
+      url: { type: 'string' },
+    },
+  },
+  UnitLicence: {
+    type: 'object',
+    required: ['source', 'verdict', 'licence', 'attribution', 'terms_url', 'quote_sha256'],
+    properties: { source: { type: 'string' }, verdict: { type: 'string' }, licence: { type: 'string' }, attribution: { type: 'string' }, terms_url: { type: 'string' }, quote_sha256: { type: 'string' } },
+  },
+  Unit: {
+    type: 'object',
+    required: ['ref', 'source', 'kind', 'citation', 'rows', 'licence'],
+    properties: {
+      ref: { $ref: '#/components/schemas/UnitRef' },
+      source: { type: 'string' },
+      kind: { enum: ['P', 'R', 'A'], description: 'P: a pivot paragraph with its language versions; R: a source row; A: an Akoma Ntoso provision with its versions.' },
+      citation: { $ref: '#/components/schemas/Citation' },
+      rows: { type: 'array', items: { type: 'object', required: ['lang', 'text'], properties: { lang: { type: 'string' }, kind: { type: 'string' }, text: { type: 'string' } } } },
+      record: { type: 'object', additionalProperties: { type: 'string' } },
+      licence: { $ref: '#/components/schemas/UnitLicence' },
+    },
+  },
+  Attribution: {
+    type: 'object',
+    required: ['source', 'attribution', 'licence', 'licence_url', 'terms_url', 'conditions'],
+    properties: { source: { type: 'string' }, attribution: { type: 'string' }, licence: { type: 'string' }, licence_url: { type: 'string' }, terms_url: { type: 'string' }, conditions: { type: 'string' } },
+  },
+  Receipt: {
+    type: 'object',
+    required: ['draw_id', 'quote_id', 'product_id', 'amount', 'currency', 'balance_after', 'units_sha256', 'catalogue_version', 'paid_at'],
+    properties: {
+      draw_id: { type: 'string' },
+      quote_id: { type: 'string' },
+      product_id: { type: 'string' },
+      amount: { $ref: '#/components/schemas/Money' },
+      currency: { const: 'EUR' },
+      balance_after: { $ref: '#/components/schemas/Money' },
+      units_sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'SHA-256 (hex) of the canonical JSON (RFC 8785) of the delivered `units` array.' },
+      catalogue_version: { type: 'string' },
+      paid_at: { type: 'string', format: 'date-time' },
+    },
+  },
+  PaidDraw: {
+    type: 'object',
+    required: ['units', 'attribution', 'receipt'],
+    properties: {
+      units: { type: 'array', items: { $ref: '#/components/schemas/Unit' } },
+      attribution: { type: 'array', items: { $ref: '#/components/schemas/Attribution' } },
+      receipt: { $ref: '#/components/schemas/Receipt' },
+    },
+  },
+  TopupRequest: {
+    type: 'object',
+    required: ['amount'],
+    properties: {
+      amount: { type: 'string', pattern: '^(0|[1-9][0-9]{0,9})(\\.[0-9]{1,2})?$', description: 'Amount to add in EUR, a decimal string with at most two decimals (never rounded); at least 5.00.', examples: ['5.00'] },
+      currency: { $ref: '#/components/schemas/Currency' },
+    },
+  },
+  TopupResponse: {
+    type: 'object',
+    required: ['balance_token', 'balance', 'currency'],
+    properties: {
+      balance_token: { type: 'string', description: 'Shown once. Send it as `Authorization: Bearer <BALANCE_TOKEN>`.' },
+      balance: { $ref: '#/components/schemas/Money' },
+      currency: { const: 'EUR' },
+    },
+  },
+  Balance: {
+    type: 'object',
+    required: ['balance', 'currency', 'statement'],
+    properties: {
+      balance: { $ref: '#/components/schemas/Money' },
+      currency: { const: 'EUR' },
+      statement: {
+        type: 'array',
+        description: 'Recent top-ups and draws, newest first.',
+        items: {
+          type: 'object',
+          required: ['kind', 'id', 'amount', 'at'],
+          properties: { kind: { enum: ['topup', 'draw'] }, id: { type: 'string' }, amount: { type: 'string' }, at: { type: 'string', format: 'date-time' }, quote_id: { type: 'string' }, product_id: { type: 'string' } },
+        },
+      },
+    },
+  },
+  Problem: {
+    type: 'object',
+    description: `RFC 9457 problem details. \`type\` is one of:\n${PROBLEM_TYPES.map(([s, st, m]) => `- \`${PROBLEM_BASE}${s}\` (${st}): ${m}`).join('\n')}`,
+    required: ['type', 'title', 'status'],
+    properties: {
+      type: { type: 'string', format: 'uri', enum: PROBLEM_TYPES.map(([s]) => PROBLEM_BASE + s) },
+      title: { type: 'string' },
+      status: { type: 'integer' },
+      detail: { type: 'string' },
+      instance: { type: 'string' },
+      field: { type: 'string', description: 'The failing request field (dotted path), for malformed-request and quote-tampered.' },
+      unknown: { type: 'array', items: { type: 'string' }, description: 'For unknown-units.' },
+      quote: { $ref: '#/components/schemas/Quote' },
+    },
+  },
+  Catalogue: {
+    type: 'object',
+    description: 'The catalogue snapshot (spec 2.1); additional properties are allowed.',
+    required: ['@context', '@type', 'dct:license', 'dct:publisher', 'dct:title', 'products', 'total'],
+    properties: {
+      '@context': { type: 'string' },
+      '@type': { type: 'string' },
+      'dct:license': { type: 'string' },
+      'dct:publisher': { type: 'string' },
+      'dct:title': { type: 'string' },
+      version: { type: 'string', pattern: '^catalogue-[0-9a-f]{12}$' },
+      products: { type: 'array', items: { $ref: '#/components/schemas/Product' } },
+      total: { type: 'integer' },
+    },
+  },
+  Product: {
+    type: 'object',
+    description: 'A product (spec 2.2); additional properties are allowed. `pricing` holds the live prices.',
+    required: ['product_id', 'slug', 'title', 'description', 'dcat_url', 'live_unit_count', 'live_row_count', '_health'],
+    properties: {
+      product_id: { type: 'string' },
+      slug: { type: 'string' },
+      title: { type: 'string' },
+      description: { type: 'string' },
+      sectoral_ds: { type: 'string' },
+      dcat_url: { type: 'string' },
+      mcp_endpoint: { type: 'string' },
+      live_row_count: { type: 'integer' },
+      live_unit_count: { type: 'integer' },
+      subscribe_url: { type: 'null' },
+      pricing: { type: 'object' },
+      _health: { type: 'object' },
+    },
+  },
+};
+
+const problemResponse = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+});
+
+const commonProblems = {
+  '429': { $ref: '#/components/responses/RateLimited' },
+  '500': { $ref: '#/components/responses/Internal' },
+};
+
+const jsonContent = (ref: string, type = 'application/json') => ({ [type]: { schema: { $ref: `#/components/schemas/${ref}` } } });
+
+const etagHeaders = {
+  ETag: { description: 'The catalogue version (strong). Send it back in `If-None-Match` for a 304.', schema: { type: 'string' } },
+  'Cache-Control': { schema: { type: 'string' } },
+};
+
+const notModified = { description: 'Not modified (the `If-None-Match` matched the ETag).' };
+
+export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unknown> {
+  const { base_url, mcp_url, docs_url } = ctx.addresses;
+  const minTopup = ctx.catalogue.minimum_topup;
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: `${ctx.cat.settings.title} API`,
+      version: ctx.version,
+      summary: 'Catalogue of EU legal data products and metered, prepaid draws.',
+      description: [
+        `Read the catalogue, ask for a draw (402 with a quote), fund a prepaid balance through the Machine Payments Protocol (minimum ${minTopup} EUR), and repeat the draw with \`quote_id\` and \`Authorization: Bearer <BALANCE_TOKEN>\` to receive cited, licensed units.`,
+        '',
+        'Money on the wire is a decimal string in EUR (`"5.00"`). Errors are RFC 9457 `application/problem+json` with a stable `type` per case (see the Problem schema). A paid quote is charged exactly once: paying it again returns the same draw.',
+        '',
+        `Bounds: \`units\` 1..${DRAW_BOUNDS.maxUnits} references, \`limit\` 1..${DRAW_BOUNDS.maxLimit}, \`query\` at most ${DRAW_BOUNDS.maxQueryChars} characters, request body at most ${DRAW_BOUNDS.maxBodyBytes} bytes, quotes valid ${DRAW_BOUNDS.quoteLifetimeSeconds / 60} minutes. Clients are rate limited per address (429 with Retry-After).`,
+        '',
+        `Agents: the MCP tool endpoint is ${mcp_url}; the A2A endpoint is named in /.well-known/agent-card.json.`,
+      ].join('\n'),
+      license: { name: ctx.catalogue.licence.title, url: ctx.catalogue.licence.url },
+      contact: { name: ctx.cat.settings.publisher.name, url: ctx.addresses.publisher_url },
+    },
+    // Machine-readable bounds the service enforces beside the schemas (body size and quote lifetime are not schema keywords).
+    'x-lds-limits': { max_body_bytes: DRAW_BOUNDS.maxBodyBytes, quote_lifetime_seconds: DRAW_BOUNDS.quoteLifetimeSeconds, minimum_topup: minTopup },
+    externalDocs: { url: docs_url, description: 'How to browse, quote, top up and draw' },
+    servers: [{ url: base_url }],
+    tags: [
+      { name: 'catalogue', description: 'Read-only catalogue documents (public, cacheable)' },
+      { name: 'draw', description: 'Quotes and paid draws' },
+      { name: 'balance', description: 'Prepaid balance' },
+    ],
+    paths: {
+      '/lds/_catalog': {
+        get: {
+          operationId: 'getCatalogue',
+          tags: ['catalogue'],
+          summary: 'The catalogue snapshot: every product with live counts, prices, licences and health',
+          responses: {
+            '200': { description: 'The catalogue', headers: etagHeaders, content: jsonContent('Catalogue') },
+            '304': notModified,
+            ...commonProblems,
+          },
+        },
+      },
+      '/dcat/catalog/{product_id}': {
+        get: {
+          operationId: 'getProductDcat',
+          tags: ['catalogue'],
+          summary: 'The DCAT-AP 3.0.1 JSON-LD description of one product',
+          parameters: [{ name: 'product_id', in: 'path', required: true, schema: { $ref: '#/components/schemas/ProductId' } }],
+          responses: {
+            '200': { description: 'DCAT-AP JSON-LD', headers: etagHeaders, content: { 'application/ld+json': { schema: { type: 'object' } } } },
+            '304': notModified,
+            '404': problemResponse('No such product (`not-found`)'),
+            ...commonProblems,
+          },
+        },
+      },
+      '/lds/draw': {
+        post: {
+          operationId: 'draw',
+          tags: ['draw'],
+          summary: 'Quote a draw (402) or pay a quote from the balance (200)',
+          description:
+            'Without `quote_id`: 402 with a quote and `Cache-Control: no-store`; nothing is written. If the request carries a balance token whose balance covers the amount, the 402 also has `Link: <' +
+            `${base_url}/lds/draw` +
+            '>; rel="payment"`. With `quote_id` and `Authorization: Bearer <BALANCE_TOKEN>`: the balance is debited once and the units are returned.',
+          security: [{}, { balanceToken: [] }],
+          requestBody: { required: true, content: jsonContent('DrawRequest') },
+          responses: {
+            '200': { description: 'The paid draw: units with citations and licences, attribution, receipt', content: jsonContent('PaidDraw') },
+            '400': problemResponse('`malformed-request`, `unsupported-currency` or `quote-tampered`'),
+            '401': problemResponse('`balance-token-required` or `invalid-balance-token` (paying only)'),
+            '402': {
+              description: 'A quote (no `quote_id` given); or `quote-expired` (problem with a fresh `quote`); or `insufficient-balance` (problem with the `quote`)',
+              headers: {
+                Link: { description: '`<…/lds/draw>; rel="payment"` when the caller\'s balance covers the quote', schema: { type: 'string' } },
+                'Cache-Control': { schema: { const: 'no-store' } },
+              },
+              content: { ...jsonContent('Quote'), ...jsonContent('Problem', 'application/problem+json') },
+            },
+            '404': problemResponse('`unknown-product`, `unknown-units` (listed in `unknown`) or `no-matching-units`'),
+            '409': problemResponse('`quote-paid-by-another-balance`'),
+            '413': problemResponse('`body-too-large`'),
+            '415': problemResponse('`unsupported-media-type`'),
+            ...commonProblems,
+          },
+        },
+      },
+      '/lds/balance/topup': {
+        post: {
+          operationId: 'topUp',
+          tags: ['balance'],
+          summary: `Fund a prepaid balance through MPP (minimum ${minTopup} EUR)`,
+          description:
+            'The first request answers 402 with `WWW-Authenticate: Payment` (method `stripe`, intent `charge`). Repeat it with the MPP credential carrying a Shared Payment Token in `Authorization: Payment …` to open a new balance; to credit an existing balance send `Authorization: Bearer <BALANCE_TOKEN>` and the credential in `Payment-Authorization`. The 200 answer carries `Payment-Receipt`. A challenge credits at most once.',
+          security: [{}, { mpp: [] }, { mpp: [], balanceToken: [] }],
+          requestBody: { required: true, content: jsonContent('TopupRequest') },
+          responses: {
+            '200': { description: 'Credited', headers: { 'Payment-Receipt': { schema: { type: 'string' } } }, content: jsonContent('TopupResponse') },
+            '400': problemResponse('`malformed-request` (amount below the minimum, bad decimal) or `unsupported-currency`'),
+            '401': problemResponse('the balance token to credit is not known'),
+            '402': { description: 'MPP Challenge (`WWW-Authenticate: Payment …`), or the payment was declined', headers: { 'WWW-Authenticate': { schema: { type: 'string' } } }, content: jsonContent('Problem', 'application/problem+json') },
+            '413': problemResponse('`body-too-large`'),
+            '415': problemResponse('`unsupported-media-type`'),
+            ...commonProblems,
+          },
+        },
+      },
+      '/lds/balance': {
+        get: {
+          operationId: 'getBalance',
+          tags: ['balance'],
+          summary: 'The prepaid balance and its recent statement',
+          security: [{ balanceToken: [] }],
+          responses: {
+            '200': { description: 'The balance', headers: { 'Cache-Control': { schema: { const: 'no-store' } } }, content: jsonContent('Balance') },
+            '401': problemResponse('`balance-token-required` or `invalid-balance-token`'),
+            ...commonProblems,
+          },
+        },
+      },
+      '/specification': {
+        get: {
+          operationId: 'getSpecification',
+          tags: ['catalogue'],
+          summary: 'This OpenAPI document',
+          responses: {
+            '200': { description: 'OpenAPI 3.1', headers: etagHeaders, content: { 'application/json': { schema: { type: 'object' } } } },
+            '304': notModified,
+            ...commonProblems,
+          },
+        },
+      },
+    },
+    components: {
+      schemas,
+      responses: {
+        RateLimited: { ...problemResponse('`rate-limited`'), headers: { 'Retry-After': { schema: { type: 'integer' } } } },
+        Internal: problemResponse('`internal`'),
+      },
+      securitySchemes: {
+        balanceToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The balance token returned by a top-up: 256 random bits, shown once, stored by the service only as its SHA-256.',
+        },
+        mpp: {
+          type: 'http',
+          scheme: 'payment',
+          description:
+            'Machine Payments Protocol (HTTP Payment authentication scheme). The service challenges with `WWW-Authenticate: Payment` (method `stripe`, intent `charge`, amount and currency); the client answers with `Authorization: Payment <credential>` (or `Payment-Authorization` when `Authorization` carries the balance token) whose payload carries a Stripe Shared Payment Token. The answer carries `Payment-Receipt`.',
+        },
+      },
+    },
+  };
+}
+
+export const emitOpenApi: Emitter = (ctx) => [
+  { path: distPath(`${ctx.addresses.base_url}/specification`), contentType: JSON_TYPE, body: jsonBody(openApiDocument(ctx)), cache: 'static' },
+];

@@ -1,0 +1,143 @@
+// Service configuration: one table of settings, each from a flag (serveFromCli), then the
+// environment, then a default. Secrets are never defaults: a local start generates them once under
+// var/secrets (mode 0600) so restarts keep quotes and MPP challenges valid; production
+// (NODE_ENV=production) must supply them and may not use the sandbox processor.
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+
+export type ProcessorName = 'sandbox' | 'stripe';
+
+export interface ServiceConfig {
+  port: number;
+  host: string;
+  production: boolean;
+  distDir: string;
+  varDir: string;
+  storeRoot: string;
+  ledgerDir: string;
+  secretsDir: string;
+  /** HMAC key of stateless quotes (>= 32 bytes). */
+  quoteSecret: Buffer;
+  /** mppx server secret key: binds MPP challenges to this service (>= 32 bytes). */
+  mppSecret: string;
+  processor: ProcessorName;
+  quoteTtlSeconds: number;
+  /** Token bucket per client address on the API routes: refill per second and capacity. 0 disables. */
+  rateLimitPerSecond: number;
+  rateLimitBurst: number;
+  trustProxy: boolean;
+  logLevel: string;
+  /** How long SIGTERM waits for in-flight requests before closing anyway. */
+  shutdownGraceMs: number;
+}
+
+/** The configuration table (README): setting, env, flag, default, meaning. Kept beside the code it documents. */
+export const CONFIG_TABLE: [setting: string, env: string, flag: string, dflt: string, meaning: string][] = [
+  ['port', 'PORT', '--port', '8080', 'TCP port to listen on (0 picks a free one)'],
+  ['host', 'HOST', '--host', '127.0.0.1', 'address to listen on'],
+  ['production', 'NODE_ENV', '', '(unset)', '`production` refuses the sandbox processor and requires both secrets from the environment'],
+  ['distDir', 'LDS_DIST_DIR', '', 'dist', 'the built site: served as is, and the OpenAPI document requests are validated against'],
+  ['varDir', 'LDS_VAR_DIR', '', 'var', 'parent of the store, ledger and secrets folders'],
+  ['storeRoot', 'LDS_STORE_DIR', '', '$LDS_VAR_DIR/store', 'unit store root (CURRENT names the version to open)'],
+  ['ledgerDir', 'LDS_LEDGER_DIR', '', '$LDS_VAR_DIR/ledger', 'ledger LevelDB (balances, draws, top-ups)'],
+  ['secretsDir', 'LDS_SECRETS_DIR', '', '$LDS_VAR_DIR/secrets', 'where a local start keeps its generated secrets (mode 0600)'],
+  ['quoteSecret', 'LDS_QUOTE_SECRET', '', 'generated (local)', 'HMAC key of quote ids, at least 32 bytes (used as given); required in production'],
+  ['mppSecret', 'MPP_SECRET_KEY', '', 'generated (local)', 'mppx server secret key binding MPP challenges, at least 32 bytes; required in production'],
+  ['processor', 'PAYMENT_PROCESSOR', '', 'sandbox (stripe under production)', '`sandbox` (in-process, accepts spt_… except spt_sandbox_decline) or `stripe`; production refuses sandbox'],
+  ['(stripe)', 'STRIPE_SECRET_KEY', '', '(none)', 'Stripe secret or restricted key; required with the stripe processor'],
+  ['(stripe)', 'STRIPE_NETWORK_ID', '', '(none)', 'Stripe profile / network id advertised in the MPP challenge (alias STRIPE_PROFILE_ID); required with stripe'],
+  ['(stripe)', 'STRIPE_PAYMENT_METHOD_TYPES', '', 'card', 'comma list of payment method types in the challenge'],
+  ['(stripe)', 'STRIPE_API_BASE', '', 'https://api.stripe.com', 'point the Stripe SDK elsewhere (stripe-mock, a test fake)'],
+  ['quoteTtlSeconds', 'LDS_QUOTE_TTL_SECONDS', '', '900', 'quote lifetime (15 minutes)'],
+  ['rateLimitPerSecond', 'LDS_RATE_LIMIT_RPS', '', '20', 'API requests per second per client address (token bucket refill); 0 disables'],
+  ['rateLimitBurst', 'LDS_RATE_LIMIT_BURST', '', '40', 'token bucket capacity (burst) per client address'],
+  ['trustProxy', 'LDS_TRUST_PROXY', '', 'false', 'take the client address from X-Forwarded-For (only behind a proxy you run)'],
+  ['logLevel', 'LOG_LEVEL', '', 'info', 'pino log level (JSON logs on stdout; tokens and Authorization headers are redacted)'],
+  ['shutdownGraceMs', 'LDS_SHUTDOWN_GRACE_MS', '', '10000', 'on SIGTERM/SIGINT: time to drain in-flight requests before closing the databases'],
+];
+
+export const MIN_SECRET_BYTES = 32;
+
+export class ConfigError extends Error {}
+
+function intSetting(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new ConfigError(`${name} must be an integer >= ${min}: ${raw}`);
+  return n;
+}
+
+/** A secret is its string's bytes as given (a generated one is 64 hex characters); at least 32 bytes. */
+export function decodeSecret(name: string, raw: string): Buffer {
+  const buf = Buffer.from(raw.trim(), 'utf8');
+  if (buf.length < MIN_SECRET_BYTES) throw new ConfigError(`${name} must be at least ${MIN_SECRET_BYTES} bytes; got ${buf.length}`);
+  return buf;
+}
+
+/** Reads a local secret, creating it (32 random bytes, hex, mode 0600) on first start. */
+async function localSecret(dir: string, file: string): Promise<Buffer> {
+  const path = join(dir, file);
+  try {
+    return decodeSecret(path, await readFile(path, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const secret = Buffer.from(randomBytes(MIN_SECRET_BYTES).toString('hex'), 'utf8');
+  // 'wx': if two processes start at once, one wins and the other reads the winner's secret.
+  try {
+    await writeFile(path, secret.toString('utf8') + '\n', { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return decodeSecret(path, await readFile(path, 'utf8'));
+    throw err;
+  }
+  await chmod(path, 0o600);
+  return secret;
+}
+
+export interface ConfigFlags {
+  port?: number;
+  host?: string;
+}
+
+export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Promise<ServiceConfig> {
+  const production = env.NODE_ENV === 'production';
+  const varDir = resolve(env.LDS_VAR_DIR || 'var');
+  const secretsDir = resolve(env.LDS_SECRETS_DIR || join(varDir, 'secrets'));
+  // Same variable and default as payments/processors/index.ts (processorFromEnv), which builds it.
+  const processor = (env.PAYMENT_PROCESSOR || (production ? 'stripe' : 'sandbox')) as ProcessorName;
+  if (processor !== 'sandbox' && processor !== 'stripe') throw new ConfigError(`PAYMENT_PROCESSOR must be sandbox or stripe: ${processor}`);
+  if (production && processor === 'sandbox') throw new ConfigError('NODE_ENV=production refuses the sandbox payment processor: set PAYMENT_PROCESSOR=stripe, STRIPE_SECRET_KEY and STRIPE_NETWORK_ID');
+  if (processor === 'stripe' && !env.STRIPE_SECRET_KEY) throw new ConfigError('PAYMENT_PROCESSOR=stripe needs STRIPE_SECRET_KEY');
+
+  const secret = async (name: string, file: string): Promise<Buffer> => {
+    const raw = env[name];
+    if (raw) return decodeSecret(name, raw);
+    if (production) throw new ConfigError(`NODE_ENV=production requires ${name} (at least ${MIN_SECRET_BYTES} bytes)`);
+    return localSecret(secretsDir, file);
+  };
+
+  const port = flags.port ?? intSetting(env, 'PORT', 8080, 0);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`port must be 0..65535: ${port}`);
+  return {
+    port,
+    host: flags.host ?? (env.HOST || '127.0.0.1'),
+    production,
+    distDir: resolve(env.LDS_DIST_DIR || 'dist'),
+    varDir,
+    storeRoot: resolve(env.LDS_STORE_DIR || join(varDir, 'store')),
+    ledgerDir: resolve(env.LDS_LEDGER_DIR || join(varDir, 'ledger')),
+    secretsDir,
+    quoteSecret: await secret('LDS_QUOTE_SECRET', 'quote-hmac.key'),
+    mppSecret: (await secret('MPP_SECRET_KEY', 'mpp-secret.key')).toString('utf8'),
+    processor,
+    quoteTtlSeconds: intSetting(env, 'LDS_QUOTE_TTL_SECONDS', 900, 1),
+    rateLimitPerSecond: intSetting(env, 'LDS_RATE_LIMIT_RPS', 20, 0),
+    rateLimitBurst: intSetting(env, 'LDS_RATE_LIMIT_BURST', 40, 1),
+    trustProxy: env.LDS_TRUST_PROXY === 'true' || env.LDS_TRUST_PROXY === '1',
+    logLevel: env.LOG_LEVEL || 'info',
+    shutdownGraceMs: intSetting(env, 'LDS_SHUTDOWN_GRACE_MS', 10_000, 0),
+  };
+}

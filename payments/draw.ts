@@ -1,0 +1,380 @@
+// The DrawService (payments/draw-service.ts) over the unit store and the ledger. HTTP, MCP and A2A
+// all call this, so every check that protects money lives here, not in a transport: bounds, the
+// product, the currency, the quote's signature and binding, expiry, held sources, exactly-once.
+//
+// Pay order matters: the quote is verified and bound to the request before anything else; an
+// expired quote is first checked for an existing draw (so a paid quote replays forever) and only
+// then answered with a fresh quote; the debit, draw record and ledger entries go in one synced
+// batch inside the ledger (which also decides replay / other balance / insufficient).
+import { createHash } from 'node:crypto';
+import type { CatalogueDoc, CatalogueProduct } from '../contract/catalogue.ts';
+import { drawPriceCents, formatCents, formatMicros } from '../contract/money.ts';
+import type { Unit, UnitStoreReader } from '../contract/store-format.ts';
+import type { BalanceView, DeliveredUnit, DrawRequest, DrawService, PaidDraw, Quote } from './draw-service.ts';
+import type { DrawRecord, Ledger, LoggerLike } from './ledger.ts';
+import { Problem } from './problem.ts';
+import { QuoteSigner, canonicalUnits, digest, requestDigest, type QuotePayload } from './quote.ts';
+import { hashToken, hashesEqual, isWellFormedToken, tokenHint } from './tokens.ts';
+import { UnitCache, canonicalArray, type CachedUnit } from './unit-cache.ts';
+import type { DrawBounds } from './openapi-validate.ts';
+
+export const CURRENCY = 'EUR';
+
+// ---- problems of the draw and balance flows (stable types; listed in the OpenAPI Problem schema) ----
+
+export const problems = {
+  malformed: (field: string, detail: string) => new Problem(400, 'malformed-request', 'Malformed request', detail, { field }),
+  currency: (c: string) => new Problem(400, 'unsupported-currency', 'Unsupported currency', `Only EUR is accepted, not ${JSON.stringify(c.slice(0, 16))}.`, { field: 'currency' }),
+  unknownProduct: (id: string) => new Problem(404, 'unknown-product', 'Unknown product', `There is no product ${JSON.stringify(id.slice(0, 80))}; GET /v1/lds/_catalog lists them.`, { field: 'product_id' }),
+  unknownUnits: (productId: string, unknown: string[]) =>
+    new Problem(404, 'unknown-units', 'Unknown units', `${unknown.length} unit reference${unknown.length > 1 ? 's are' : ' is'} not in ${productId}: ${unknown.slice(0, 5).join(', ')}${unknown.length > 5 ? ', …' : ''}`, { field: 'units', unknown }),
+  noMatch: (productId: string) => new Problem(404, 'no-matching-units', 'No matching units', `The query matched no unit of ${productId}.`, { field: 'query' }),
+  tampered: (field: string, detail: string) => new Problem(400, 'quote-tampered', 'Quote does not match', detail, { field }),
+  tokenRequired: () =>
+    new Problem(401, 'balance-token-required', 'Balance token required', 'Send `Authorization: Bearer <BALANCE_TOKEN>`. Get a token with a top-up: POST /v1/lds/balance/topup.'),
+  invalidToken: () => new Problem(401, 'invalid-balance-token', 'Unknown balance token', 'The balance token is not known. Top up to get one: POST /v1/lds/balance/topup.'),
+  expired: (quote: Quote) => new Problem(402, 'quote-expired', 'Quote expired', 'The quote expired or the data changed; here is a fresh quote for the same request.', { quote }),
+  insufficient: (quote: Quote, amountCents: number, balanceCents: number, topupUrl: string) =>
+    new Problem(402, 'insufficient-balance', 'Insufficient balance', `The balance (${formatCents(balanceCents)} EUR) does not cover ${quote.amount} EUR.`, {
+      balance: formatCents(balanceCents),
+      currency: CURRENCY,
+      quote,
+      topup_url: topupUrl,
+      how_to_pay: `Top up at least ${formatCents(Math.max(500, amountCents - balanceCents))} EUR (POST ${topupUrl}, minimum 5.00), then repeat the paid draw with the same quote_id.`,
+    }),
+  otherBalance: () => new Problem(409, 'quote-paid-by-another-balance', 'Quote already paid', 'This quote was paid from another balance. Ask for a new quote.'),
+};
+
+export interface DrawServiceOptions {
+  catalogue: CatalogueDoc;
+  store: UnitStoreReader;
+  ledger: Ledger;
+  quoteSecret: Buffer;
+  bounds: DrawBounds;
+  quoteTtlSeconds: number;
+  logger?: LoggerLike;
+  now?: () => number;
+  /** Units kept decoded in memory (LRU; the store is immutable, so never stale). */
+  unitCacheSize?: number;
+}
+
+/** The quote as sent: the interface's fields plus the ready-made paying request and the top-up address. */
+export type QuoteBody = Quote & { pay_with: Record<string, unknown>; topup_url: string };
+
+/** The resolved form of a draw request: validated, defaults applied. */
+interface Resolved {
+  product: CatalogueProduct;
+  currency: string;
+  units?: string[]; // de-duplicated, request order
+  query?: string;
+  limit?: number;
+}
+
+/** What the ledger keeps per draw (verbatim in its draw record) so a replay returns the same draw. */
+interface StoredDraw {
+  refs: string[];
+  units_sha256: string;
+  catalogue_version: string;
+  store_version: string;
+}
+
+/** SHA-256 (hex) of the RFC 8785 canonical JSON of the delivered units array. */
+export function unitsSha256(units: readonly CachedUnit[]): string {
+  return createHash('sha256').update(canonicalArray(units)).digest('hex');
+}
+
+/** Units as delivered: the stored unit plus a one-line citation. */
+function deliver(u: Unit): DeliveredUnit {
+  return { ...u, citation_text: `${u.citation.label}. ${u.licence.attribution}` };
+}
+
+export class StoreDrawService implements DrawService {
+  private readonly signer: QuoteSigner;
+  private readonly products: Map<string, CatalogueProduct>;
+  /** Per product: sources that may be served (ruled, not held, with a unit kind). */
+  private readonly served: Map<string, Set<string>>;
+  private readonly now: () => number;
+  private readonly units: UnitCache;
+  readonly drawUrl: string;
+  readonly topupUrl: string;
+
+  constructor(private readonly o: DrawServiceOptions) {
+    this.signer = new QuoteSigner(o.quoteSecret);
+    this.products = new Map(o.catalogue.products.map((p) => [p.product_id, p]));
+    this.served = new Map(
+      o.catalogue.products.map((p) => {
+        const held = new Set(p.licence_basis.filter((l) => l.verdict === 'held').map((l) => l.source));
+        return [p.product_id, new Set(p.unit_definition.map((u) => u.source).filter((s) => !held.has(s)))];
+      }),
+    );
+    this.now = o.now ?? Date.now;
+    this.units = new UnitCache(o.store, deliver, o.unitCacheSize ?? 5000);
+    this.drawUrl = `${o.catalogue.base_url}/lds/draw`;
+    this.topupUrl = `${o.catalogue.base_url}/lds/balance/topup`;
+  }
+
+  catalogue(): CatalogueDoc {
+    return this.o.catalogue;
+  }
+
+  // ---------------------------------------------------------------- quote
+
+  async quote(req: DrawRequest, balanceToken?: string): Promise<Quote> {
+    const r = this.resolveRequest(req);
+    const units = await this.resolveUnits(r);
+    return this.makeQuote(r, units, balanceToken);
+  }
+
+  // ---------------------------------------------------------------- pay
+
+  async pay(req: DrawRequest & { quote_id: string }, balanceToken: string): Promise<PaidDraw> {
+    if (!balanceToken) throw problems.tokenRequired();
+    if (!isWellFormedToken(balanceToken)) throw problems.invalidToken();
+    const r = this.resolveRequest(req);
+    const q = this.verifyQuote(req.quote_id, r);
+    const tokenHash = hashToken(balanceToken);
+
+    const stale = q.e <= this.now() || q.s !== this.o.store.meta.store_version;
+    if (stale) {
+      // A paid quote stays paid: replay it (or refuse another balance) before offering a new one.
+      const prior = await this.findDraw(req.quote_id);
+      if (prior) return this.fromRecord(prior, tokenHash, r);
+      throw problems.expired(await this.makeQuote(r, await this.resolveUnits(r), balanceToken));
+    }
+
+    const units = await this.resolveUnits(r);
+    if (digest(canonicalUnits(units.map((u) => u.unit.ref))) !== q.h) {
+      // Same store version, different result: cannot happen for an honest quote; offer a fresh one.
+      throw problems.expired(await this.makeQuote(r, units, balanceToken));
+    }
+    const sha = unitsSha256(units);
+    const stored: StoredDraw = { refs: units.map((u) => u.unit.ref), units_sha256: sha, catalogue_version: this.o.catalogue.version, store_version: q.s };
+    const res = await this.o.ledger.debitDraw(tokenHash, { quoteId: req.quote_id, amountCents: q.a, currency: q.c, productId: q.p, draw: stored });
+    switch (res.kind) {
+      case 'ok':
+        this.o.logger?.info({ draw: res.draw.draw_id, product: q.p, units: units.length, amount_cents: q.a, balance: tokenHint(tokenHash) }, 'draw paid');
+        return this.paidDraw(res.draw, units.map((u) => u.unit));
+      case 'replay':
+        return this.fromRecord(res.draw, tokenHash, r);
+      case 'other_balance':
+        throw await this.notThisBalance(tokenHash);
+      case 'insufficient':
+        throw problems.insufficient(this.quoteView(r, units, req.quote_id, q, false), q.a, res.balanceCents, this.topupUrl);
+      case 'unknown_balance':
+        throw problems.invalidToken();
+      case 'currency_mismatch':
+        throw problems.currency(q.c);
+    }
+  }
+
+  // ---------------------------------------------------------------- balance
+
+  async balance(balanceToken: string): Promise<BalanceView> {
+    if (!balanceToken) throw problems.tokenRequired();
+    if (!isWellFormedToken(balanceToken)) throw problems.invalidToken();
+    const hash = hashToken(balanceToken);
+    const bal = await this.o.ledger.getBalance(hash);
+    if (!bal) throw problems.invalidToken();
+    const statement = await this.o.ledger.statement(hash, 20);
+    return {
+      balance: formatCents(bal.cents),
+      currency: CURRENCY,
+      statement: statement.map((s) => ({
+        kind: s.kind,
+        id: s.id,
+        amount: formatCents(s.kind === 'draw' ? -s.amountCents : s.amountCents),
+        at: s.at,
+        ...(s.quoteId !== undefined ? { quote_id: s.quoteId } : {}),
+        ...(s.productId !== undefined ? { product_id: s.productId } : {}),
+      })),
+    };
+  }
+
+  /** Balance in cents for a token, or null (unknown or malformed token). Used for the 402 Link decision. */
+  async balanceCents(balanceToken: string | undefined): Promise<number | null> {
+    if (!balanceToken || !isWellFormedToken(balanceToken)) return null;
+    return (await this.o.ledger.getBalance(hashToken(balanceToken)))?.cents ?? null;
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  /**
+   * Validates what the HTTP layer's OpenAPI check also validates, because MCP and A2A call the
+   * service directly. Bounds come from the same OpenAPI document.
+   */
+  private resolveRequest(req: DrawRequest): Resolved {
+    const b = this.o.bounds;
+    if (!req || typeof req !== 'object') throw problems.malformed('(body)', 'the draw request must be a JSON object');
+    if (typeof req.product_id !== 'string' || req.product_id === '') throw problems.malformed('product_id', 'product_id is required');
+    const currency = req.currency ?? CURRENCY;
+    if (typeof currency !== 'string') throw problems.malformed('currency', 'currency must be a string');
+    if (currency.toUpperCase() !== CURRENCY) throw problems.currency(currency);
+    const product = this.products.get(req.product_id);
+    if (!product) throw problems.unknownProduct(req.product_id);
+    const hasUnits = req.units !== undefined;
+    const hasQuery = req.query !== undefined;
+    if (hasUnits === hasQuery) throw problems.malformed('units', 'give either `units` (unit references) or `query` (with an optional `limit`), not both');
+    if (hasUnits) {
+      if (req.limit !== undefined) throw problems.malformed('limit', '`limit` goes with `query`, not with `units`');
+      const u = req.units;
+      if (!Array.isArray(u) || u.length < 1 || u.length > b.maxUnits) throw problems.malformed('units', `units must be an array of 1 to ${b.maxUnits} unit references`);
+      u.forEach((ref, i) => {
+        if (typeof ref !== 'string' || ref.length < 3 || ref.length > 200 || !ref.includes(':')) throw problems.malformed(`units.${i}`, `units.${i} is not a unit reference (<source>:<id>)`);
+      });
+      return { product, currency: CURRENCY, units: [...new Set(u)] };
+    }
+    const query = req.query;
+    if (typeof query !== 'string' || query.trim() === '' || query.length > b.maxQueryChars) throw problems.malformed('query', `query must be 1 to ${b.maxQueryChars} characters`);
+    const limit = req.limit ?? b.defaultLimit;
+    if (!Number.isInteger(limit) || limit < 1 || limit > b.maxLimit) throw problems.malformed('limit', `limit must be an integer from 1 to ${b.maxLimit}`);
+    return { product, currency: CURRENCY, query, limit };
+  }
+
+  private async resolveUnits(r: Resolved): Promise<CachedUnit[]> {
+    const id = r.product.product_id;
+    let units: CachedUnit[];
+    if (r.units) {
+      const got = await this.units.getUnits(id, r.units);
+      if (got.unknown.length) throw problems.unknownUnits(id, got.unknown);
+      units = got.units;
+    } else {
+      units = await this.units.search(id, r.query!, r.limit!);
+      if (units.length === 0) throw problems.noMatch(id);
+    }
+    // The store never holds held sources; if it ever did, refuse to sell them rather than trust it.
+    const served = this.served.get(id)!;
+    const leaked = units.filter(({ unit: u }) => !served.has(u.source) || !u.ref.startsWith(`${u.source}:`));
+    if (leaked.length) {
+      this.o.logger?.error({ product: id, refs: leaked.map((u) => u.unit.ref).slice(0, 10) }, 'unit store returned units of a held or foreign source; refused');
+      if (r.units) throw problems.unknownUnits(id, leaked.map((u) => u.unit.ref));
+      units = units.filter((u) => !leaked.includes(u));
+      if (units.length === 0) throw problems.noMatch(id);
+    }
+    return units;
+  }
+
+  private async makeQuote(r: Resolved, units: CachedUnit[], balanceToken?: string): Promise<Quote> {
+    const cents = drawPriceCents(units.length, r.product.pricing.draw_unit_price_micro_eur);
+    const rd = requestDigest({ product_id: r.product.product_id, units: r.units, query: r.query, limit: r.limit }, this.o.bounds.defaultLimit);
+    const payload: Omit<QuotePayload, 'v' | 'k'> = {
+      p: r.product.product_id,
+      m: rd.mode,
+      r: rd.digest,
+      h: digest(canonicalUnits(units.map((u) => u.unit.ref))),
+      n: units.length,
+      a: cents,
+      c: CURRENCY,
+      s: this.o.store.meta.store_version,
+      e: this.now() + this.o.quoteTtlSeconds * 1000,
+    };
+    const quoteId = this.signer.sign(payload);
+    const balance = await this.balanceCents(balanceToken);
+    return this.quoteView(r, units, quoteId, payload, balance !== null && balance >= cents);
+  }
+
+  private quoteView(r: Resolved, units: CachedUnit[], quoteId: string, q: Omit<QuotePayload, 'v' | 'k'>, payable: boolean): QuoteBody {
+    const rate = r.product.pricing.draw_unit_price_micro_eur;
+    const bySource = new Map<string, number>();
+    for (const { unit: u } of units) bySource.set(u.source, (bySource.get(u.source) ?? 0) + 1);
+    const request = { product_id: r.product.product_id, currency: CURRENCY, ...(r.units ? { units: r.units } : { query: r.query, limit: r.limit }), quote_id: quoteId };
+    return {
+      quote_id: quoteId,
+      product_id: r.product.product_id,
+      ...(r.units ? { units: r.units } : { query: r.query, limit: r.limit }),
+      resolved_units: units.map((u) => u.unit.ref),
+      unit_count: units.length,
+      amount: formatCents(q.a),
+      currency: CURRENCY,
+      expires_at: new Date(q.e).toISOString(),
+      breakdown: [...bySource].map(([source, n]) => ({ source, unit_count: n, unit_price: formatMicros(rate), amount: formatMicros(n * rate) })),
+      store_version: q.s,
+      catalogue_version: this.o.catalogue.version,
+      payable_from_balance: payable,
+      how_to_pay: payable
+        ? `Your balance covers this quote: repeat the request with "quote_id" and Authorization: Bearer <BALANCE_TOKEN> (POST ${this.drawUrl}) before ${new Date(q.e).toISOString()}.`
+        : `Top up a prepaid balance (minimum 5.00 EUR) with POST ${this.topupUrl} (Machine Payments Protocol, Stripe Shared Payment Token), then repeat this request with "quote_id" and Authorization: Bearer <BALANCE_TOKEN> before ${new Date(q.e).toISOString()}.`,
+      pay_with: request,
+      topup_url: this.topupUrl,
+    };
+  }
+
+  /** Verifies the quote's mac and that the request repeats exactly what was quoted. */
+  private verifyQuote(quoteId: unknown, r: Resolved): QuotePayload {
+    if (typeof quoteId !== 'string' || quoteId === '') throw problems.malformed('quote_id', 'quote_id is required to pay');
+    const q = this.signer.verify(quoteId);
+    if (!q) throw problems.tampered('quote_id', 'The quote_id is not one this service issued (or it was altered).');
+    if (q.p !== r.product.product_id) throw problems.tampered('product_id', 'product_id differs from the quoted product.');
+    if (q.c !== r.currency) throw problems.tampered('currency', 'currency differs from the quote.');
+    const rd = requestDigest({ product_id: r.product.product_id, units: r.units, query: r.query, limit: r.limit }, this.o.bounds.defaultLimit);
+    if (q.m !== rd.mode || q.r !== rd.digest) {
+      const field = q.m === 'u' ? 'units' : rd.mode === 'u' ? 'query' : q.m === 'q' && r.query !== undefined ? 'query' : 'units';
+      throw problems.tampered(field, `The request's ${q.m === 'u' ? 'units' : 'query and limit'} differ from what was quoted: repeat the quoted request exactly.`);
+    }
+    return q;
+  }
+
+  /** One attribution line per delivered source, from the product's licence rulings. */
+  private attribution(productId: string, units: DeliveredUnit[]): PaidDraw['attribution'] {
+    const cat = this.o.catalogue;
+    const rulings = new Map(this.products.get(productId)!.licence_basis.map((l) => [l.source, l]));
+    const sources = new Map<string, DeliveredUnit>();
+    for (const u of units) if (!sources.has(u.source)) sources.set(u.source, u);
+    return [...sources.values()].map((u) => {
+      const ruling = rulings.get(u.source);
+      return {
+        source: u.source,
+        attribution: ruling?.attribution || u.licence.attribution,
+        licence: u.licence.licence,
+        licence_url: u.licence.licence === cat.licence.id ? cat.licence.url : u.licence.terms_url,
+        terms_url: ruling?.terms_url || u.licence.terms_url,
+        conditions: ruling?.conditions ?? '',
+      };
+    });
+  }
+
+  private paidDraw(d: DrawRecord, units: DeliveredUnit[]): PaidDraw {
+    const stored = d.draw as StoredDraw;
+    return {
+      units,
+      attribution: this.attribution(d.product_id ?? '', units),
+      receipt: {
+        draw_id: d.draw_id,
+        quote_id: d.quote_id,
+        product_id: d.product_id ?? '',
+        amount: formatCents(d.amount_cents),
+        currency: CURRENCY,
+        balance_after: formatCents(d.balance_after_cents),
+        units_sha256: stored.units_sha256,
+        catalogue_version: stored.catalogue_version,
+        paid_at: d.at,
+      },
+    };
+  }
+
+  /** A replay: the draw as first delivered, re-read from the store by its recorded refs. */
+  private async fromRecord(d: DrawRecord, tokenHash: string, r: Resolved): Promise<PaidDraw> {
+    if (!hashesEqual(d.token_hash, tokenHash)) throw await this.notThisBalance(tokenHash);
+    const stored = d.draw as StoredDraw;
+    const got = await this.units.getUnits(r.product.product_id, stored.refs);
+    const delivered = got.units.map((u) => u.unit);
+    if (got.unknown.length || unitsSha256(got.units) !== stored.units_sha256) {
+      // The store was rebuilt since the draw: the receipt still describes what was delivered then.
+      this.o.logger?.warn({ draw: d.draw_id }, 'replayed draw: the unit store changed since delivery; returning the current versions');
+    }
+    return this.paidDraw(d, delivered);
+  }
+
+  /**
+   * The quote was paid from a balance other than this token's: 409 for a real balance, but 401 for
+   * a token that names no balance at all (the ledger checks the quote claim before the balance).
+   */
+  private async notThisBalance(tokenHash: string): Promise<Problem> {
+    return (await this.o.ledger.getBalance(tokenHash)) ? problems.otherBalance() : problems.invalidToken();
+  }
+
+  /** The draw that paid a quote, if any (pending or durable). */
+  private findDraw(quoteId: string): Promise<DrawRecord | null> {
+    return this.o.ledger.findDrawByQuote(quoteId);
+  }
+
+}

@@ -1,0 +1,139 @@
+// Request validation against the OpenAPI document the build published (dist/v1/specification).
+// The document is the contract: the service compiles its request-body and path-parameter schemas
+// at start with ajv (JSON Schema 2020-12, as OpenAPI 3.1 uses), and turns the first failure into a
+// 400 problem naming the field. The draw bounds (units, limit, query length, body size) are read
+// from the same document so the HTTP API, MCP and A2A all refuse exactly what it documents.
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { Problem } from './problem.ts';
+
+// ajv-formats is CommonJS; under NodeNext its default import is the module object.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => Ajv2020;
+
+interface OpenApiDoc {
+  servers?: { url: string }[];
+  paths: Record<string, Record<string, { operationId?: string; requestBody?: { content?: Record<string, { schema?: unknown }> }; parameters?: { name: string; in: string; required?: boolean; schema?: unknown }[] }>>;
+  components?: { schemas?: Record<string, unknown> };
+}
+
+export interface DrawBounds {
+  maxUnits: number;
+  maxLimit: number;
+  defaultLimit: number;
+  maxQueryChars: number;
+  maxBodyBytes: number;
+}
+
+export interface RequestValidator {
+  /** Throws a 400 `malformed-request` Problem naming the first failing field. */
+  body(operationId: string, body: unknown): void;
+  params(operationId: string, params: Record<string, string>): void;
+  bounds: DrawBounds;
+  operations: { operationId: string; method: string; path: string }[];
+}
+
+const DOC_ID = 'urn:lds:openapi';
+
+/** `/units/3` -> `units.3`; a missing or extra property names itself. */
+export function fieldOf(e: ErrorObject): string {
+  const base = e.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (e.keyword === 'required') base.push(String((e.params as { missingProperty: string }).missingProperty));
+  if (e.keyword === 'additionalProperties') base.push(String((e.params as { additionalProperty: string }).additionalProperty));
+  return base.join('.') || '(body)';
+}
+
+function describe(e: ErrorObject): string {
+  const field = fieldOf(e);
+  switch (e.keyword) {
+    case 'required':
+      return `${field} is required`;
+    case 'additionalProperties':
+      return `${field} is not a known field`;
+    case 'oneOf':
+    case 'not':
+      return 'give either `units` (unit references) or `query` (with an optional `limit`), not both';
+    default:
+      return `${field} ${e.message ?? 'is invalid'}`;
+  }
+}
+
+/**
+ * Picks the error a person would fix first. ajv reports a oneOf failure together with the errors of
+ * every branch; a concrete field error (type, bound, pattern) is more useful than the oneOf summary.
+ */
+function firstError(errors: ErrorObject[]): ErrorObject {
+  const concrete = errors.filter((e) => !['oneOf', 'not', 'anyOf', 'if'].includes(e.keyword) && !e.schemaPath.includes('/oneOf/'));
+  return concrete[0] ?? errors.find((e) => e.keyword === 'oneOf') ?? errors[0];
+}
+
+export function malformed(errors: ErrorObject[] | null | undefined, where: string): Problem {
+  const e = firstError(errors ?? []);
+  if (!e) return new Problem(400, 'malformed-request', 'Malformed request', `${where} is invalid`);
+  const field = e.keyword === 'oneOf' || e.keyword === 'not' ? 'units' : fieldOf(e);
+  return new Problem(400, 'malformed-request', 'Malformed request', `${where}: ${describe(e)}`, { field });
+}
+
+function num(v: unknown, name: string): number {
+  if (typeof v !== 'number') throw new Error(`the OpenAPI document does not state ${name}`);
+  return v;
+}
+
+function boundsFrom(doc: OpenApiDoc): DrawBounds {
+  const req = doc.components?.schemas?.DrawRequest as { properties: Record<string, Record<string, unknown>> } | undefined;
+  if (!req) throw new Error('the OpenAPI document has no DrawRequest schema');
+  const limits = (doc as unknown as { 'x-lds-limits'?: { max_body_bytes?: number } })['x-lds-limits'];
+  return {
+    maxUnits: num(req.properties.units?.maxItems, 'units.maxItems'),
+    maxLimit: num(req.properties.limit?.maximum, 'limit.maximum'),
+    defaultLimit: num(req.properties.limit?.default, 'limit.default'),
+    maxQueryChars: num(req.properties.query?.maxLength, 'query.maxLength'),
+    maxBodyBytes: num(limits?.max_body_bytes, 'x-lds-limits.max_body_bytes'),
+  };
+}
+
+export function createRequestValidator(document: unknown): RequestValidator {
+  const doc = document as OpenApiDoc;
+  if (!doc || typeof doc !== 'object' || !doc.paths) throw new Error('not an OpenAPI document');
+  // strict: false because the document carries OpenAPI-only keywords beside the schemas.
+  const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true });
+  addFormats(ajv);
+  ajv.addSchema({ $id: DOC_ID, components: doc.components ?? {} });
+  // Schemas in the document point at '#/components/...'; resolve them against the added document.
+  const rebase = (schema: unknown): unknown => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', `"${DOC_ID}#/components/`));
+
+  const bodies = new Map<string, ValidateFunction>();
+  const params = new Map<string, { name: string; required: boolean; validate: ValidateFunction }[]>();
+  const operations: RequestValidator['operations'] = [];
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (!op.operationId) continue;
+      operations.push({ operationId: op.operationId, method: method.toUpperCase(), path });
+      const schema = op.requestBody?.content?.['application/json']?.schema;
+      if (schema) bodies.set(op.operationId, ajv.compile(rebase(schema) as object));
+      params.set(
+        op.operationId,
+        (op.parameters ?? []).filter((p) => p.in === 'path').map((p) => ({ name: p.name, required: !!p.required, validate: ajv.compile(rebase(p.schema ?? {}) as object) })),
+      );
+    }
+  }
+
+  return {
+    bounds: boundsFrom(doc),
+    operations,
+    body(operationId, body) {
+      const v = bodies.get(operationId);
+      if (!v) throw new Error(`no request body schema for ${operationId}`);
+      if (!v(body)) throw malformed(v.errors, 'request body');
+    },
+    params(operationId, values) {
+      for (const p of params.get(operationId) ?? []) {
+        const value = values[p.name];
+        if (value === undefined) {
+          if (p.required) throw new Problem(400, 'malformed-request', 'Malformed request', `path parameter ${p.name} is required`, { field: p.name });
+          continue;
+        }
+        if (!p.validate(value)) throw new Problem(400, 'malformed-request', 'Malformed request', `path parameter ${p.name} ${p.validate.errors?.[0]?.message ?? 'is invalid'}`, { field: p.name });
+      }
+    },
+  };
+}

@@ -1,0 +1,101 @@
+// Stateless quotes. A quote_id is `q1.<payload>.<mac>`: the payload (base64url JSON) binds the
+// product, the canonical unit list (by digest), the request that produced it, the amount, the
+// currency, the unit store version and the expiry; the mac is HMAC-SHA256 over it with the
+// service's quote secret. An unpaid draw therefore writes nothing, and any service instance holding
+// the secret can verify a quote. A random nonce makes every quote distinct, so two buyers asking for
+// the same units at the same moment never share a quote (and never collide on its exactly-once claim).
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export interface QuotePayload {
+  v: 1;
+  /** product_id */
+  p: string;
+  /** 'u': an explicit unit list; 'q': a query resolved at quote time */
+  m: 'u' | 'q';
+  /** digest of the request fields the payer must repeat (units as a set, or query + limit) */
+  r: string;
+  /** digest of the canonical (sorted, unique) resolved unit list */
+  h: string;
+  /** unit count */
+  n: number;
+  /** amount in cents */
+  a: number;
+  /** currency */
+  c: string;
+  /** unit store version the units were resolved against */
+  s: string;
+  /** expiry, ms since the epoch */
+  e: number;
+  /** nonce */
+  k: string;
+}
+
+export interface QuoteRequestShape {
+  product_id: string;
+  units?: string[];
+  query?: string;
+  limit?: number;
+}
+
+const PREFIX = 'q1';
+
+const b64 = (b: Buffer | string) => Buffer.from(b).toString('base64url');
+
+/** Sorted, de-duplicated unit references: the form a quote binds and a receipt describes. */
+export function canonicalUnits(refs: readonly string[]): string[] {
+  return [...new Set(refs)].sort();
+}
+
+export function digest(parts: readonly string[]): string {
+  const h = createHash('sha256');
+  // Length-prefix each part so no two different lists hash the same text.
+  for (const p of parts) h.update(`${Buffer.byteLength(p)}:${p}\n`);
+  // 128 bits: the binding is protected by the HMAC; a shorter quote_id stays well under the ledger's key limit.
+  return h.digest().subarray(0, 16).toString('base64url');
+}
+
+/** What the paying request must repeat. Units count as a set (order and repeats do not matter). */
+export function requestDigest(req: QuoteRequestShape, defaultLimit: number): { mode: 'u' | 'q'; digest: string } {
+  if (req.units !== undefined) return { mode: 'u', digest: digest(['units', ...canonicalUnits(req.units)]) };
+  return { mode: 'q', digest: digest(['query', req.query ?? '', String(req.limit ?? defaultLimit)]) };
+}
+
+export class QuoteSigner {
+  // Nonce = random per-process prefix + counter: unique across quotes, restarts and instances,
+  // without a call into the CSPRNG per quote (it does not need to be secret, only distinct).
+  private readonly noncePrefix = randomBytes(8).toString('base64url');
+  private counter = 0;
+
+  constructor(private readonly key: Buffer) {
+    if (key.length < 32) throw new Error('the quote secret must be at least 32 bytes');
+  }
+
+  private mac(body: string): Buffer {
+    return createHmac('sha256', this.key).update(`${PREFIX}.${body}`).digest();
+  }
+
+  sign(payload: Omit<QuotePayload, 'v' | 'k'>): string {
+    const full: QuotePayload = { v: 1, ...payload, k: `${this.noncePrefix}${(this.counter++).toString(36)}` };
+    const body = b64(JSON.stringify(full));
+    return `${PREFIX}.${body}.${b64(this.mac(body))}`;
+  }
+
+  /** The payload of a genuine quote_id, or null if it is malformed or its mac does not verify. */
+  verify(quoteId: string): QuotePayload | null {
+    if (typeof quoteId !== 'string' || quoteId.length > 1024) return null;
+    const parts = quoteId.split('.');
+    if (parts.length !== 3 || parts[0] !== PREFIX) return null;
+    const [, body, mac] = parts;
+    const given = Buffer.from(mac, 'base64url');
+    const expected = this.mac(body);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+    try {
+      const p = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as QuotePayload;
+      // The mac proves we wrote it; the shape check guards against our own older formats.
+      if (p.v !== 1 || typeof p.p !== 'string' || !Number.isSafeInteger(p.a) || !Number.isSafeInteger(p.e) || !Number.isSafeInteger(p.n)) return null;
+      return p;
+    } catch {
+      return null;
+    }
+  }
+}

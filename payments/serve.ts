@@ -1,0 +1,205 @@
+// Starting and stopping the service. `startServer(config)` is the programmatic entry (tests, the
+// benchmark); `serveFromCli` is what `lds serve` / `npm start` runs: it loads the configuration,
+// logs as JSON with pino (tokens and credentials redacted), and drains on SIGTERM/SIGINT before
+// closing the ledger and the unit store, so an orderly stop never cuts a paid draw in half.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import pino, { type Logger } from 'pino';
+import type { CatalogueDoc } from '../contract/catalogue.ts';
+import type { UnitStoreReader } from '../contract/store-format.ts';
+import { createApp, type Mount } from './app.ts';
+import { loadConfig, type ServiceConfig } from './config.ts';
+import { StoreDrawService } from './draw.ts';
+import { Ledger } from './ledger.ts';
+import { createRequestValidator } from './openapi-validate.ts';
+import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/index.ts';
+import { loadStaticSite } from './static.ts';
+import { createTopupHandler } from './topup.ts';
+
+/** Never log these, wherever they appear in a log object. */
+export const REDACT_PATHS = [
+  'authorization',
+  'Authorization',
+  '*.authorization',
+  '*.Authorization',
+  'headers.authorization',
+  '*.headers.authorization',
+  '*.headers["payment-authorization"]',
+  '*.headers.cookie',
+  'token',
+  '*.token',
+  'balance_token',
+  '*.balance_token',
+  'balanceToken',
+  '*.balanceToken',
+  'spt',
+  '*.spt',
+  'credential',
+  '*.credential',
+  'secret',
+  '*.secret',
+];
+
+export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
+  const opts = { level, base: { service: 'lds' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' } };
+  return destination ? pino(opts, destination as pino.DestinationStream) : pino(opts);
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** MCP / A2A adapters (see MountContext in app.ts). */
+  mount?: Mount | Mount[];
+  /** Tests: a clock for quote expiry. */
+  now?: () => number;
+  /** Tests: a unit store other than the one under config.storeRoot. */
+  openStore?: (root: string) => Promise<UnitStoreReader>;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface RunningServer {
+  url: string;
+  server: Server;
+  ledger: Ledger;
+  service: StoreDrawService;
+  /** Stops accepting, waits for in-flight requests (up to the grace period), closes the databases. */
+  close(): Promise<void>;
+}
+
+async function defaultOpenStore(root: string): Promise<UnitStoreReader> {
+  const { openUnitStore } = await import('./unit-store.ts');
+  return openUnitStore(root);
+}
+
+export async function startServer(config: ServiceConfig, opts: StartOptions = {}): Promise<RunningServer> {
+  const logger = opts.logger ?? createLogger(config.logLevel);
+  const env = opts.env ?? process.env;
+
+  // dist/ is read once: the catalogue, the OpenAPI contract and every published document.
+  const site = await loadStaticSite(config.distDir);
+  const catalogPath = [...site.entries.keys()].find((p) => p.endsWith('/lds/_catalog'));
+  if (!catalogPath) throw new Error(`${config.distDir} has no catalogue (…/lds/_catalog): build first (npm run build)`);
+  const catalogue = site.json(catalogPath) as CatalogueDoc;
+  const basePath = new URL(catalogue.base_url).pathname.replace(/\/$/, '');
+  const validator = createRequestValidator(site.json(`${basePath}/specification`));
+
+  const processor = config.processor === 'sandbox' ? createSandboxProcessor({ env }) : stripeProcessorFromEnv(env);
+  const store = await (opts.openStore ?? defaultOpenStore)(config.storeRoot);
+  let ledger: Ledger;
+  try {
+    ledger = await Ledger.open(config.ledgerDir, { logger });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  if (catalogue.store_version !== store.meta.store_version) {
+    logger.warn({ catalogue_store: catalogue.store_version, store: store.meta.store_version }, 'dist/ was built against another unit store version: counts in the catalogue may differ from what is sold');
+  }
+
+  const service = new StoreDrawService({
+    catalogue,
+    store,
+    ledger,
+    quoteSecret: config.quoteSecret,
+    bounds: validator.bounds,
+    quoteTtlSeconds: config.quoteTtlSeconds,
+    logger,
+    ...(opts.now ? { now: opts.now } : {}),
+  });
+  const topup = createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger });
+  const { app } = createApp({
+    service,
+    site,
+    validator,
+    topup,
+    logger,
+    rateLimit: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst },
+    trustProxy: config.trustProxy,
+    ...(opts.mount ? { mount: opts.mount } : {}),
+  });
+
+  const server = createServer(app.callback());
+  // Track requests in flight so a drain can wait for them and then cut idle keep-alive sockets.
+  const active = new Map<Socket, number>();
+  server.on('request', (req, res) => {
+    const s = req.socket;
+    active.set(s, (active.get(s) ?? 0) + 1);
+    res.on('close', () => {
+      const n = (active.get(s) ?? 1) - 1;
+      if (n <= 0) active.delete(s);
+      else active.set(s, n);
+    });
+  });
+  server.headersTimeout = 20_000;
+  server.requestTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const url = `http://${host}:${addr.port}`;
+  logger.info({ url, processor: processor.name, catalogue: catalogue.version, store: store.meta.store_version }, 'listening');
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const grace = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.shutdownGraceMs).unref());
+      // New requests on a kept-alive socket are refused by server.close(); idle sockets go now.
+      const idleSweep = setInterval(() => server.closeIdleConnections(), 50);
+      const outcome = await Promise.race([drained.then(() => 'drained' as const), grace]);
+      clearInterval(idleSweep);
+      if (outcome === 'timeout') {
+        logger.warn({ in_flight: [...active.values()].reduce((a, b) => a + b, 0) }, 'shutdown grace period over: closing remaining connections');
+        server.closeAllConnections();
+      }
+      await ledger.close();
+      await store.close();
+      logger.info('stopped');
+    })());
+  return { url, server, ledger, service, close };
+}
+
+/** `lds serve`: configuration from flags and env, JSON logs, drain on SIGTERM/SIGINT. */
+export async function serveFromCli(flags: { port?: number; host?: string } = {}): Promise<void> {
+  const config = await loadConfig(flags);
+  const logger = createLogger(config.logLevel);
+  const running = await startServer(config, { logger, mount: await agentMounts() });
+  console.error(`serving ${running.url} (processor ${config.processor}; data under ${config.varDir})`);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'draining');
+    running.close().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/**
+ * The MCP and A2A adapters, when present. They are optional modules written beside this one; a
+ * module that exports `mountAgents(m: MountContext)` from payments/agents-mount.ts is mounted.
+ */
+async function agentMounts(): Promise<Mount[]> {
+  const path = './agents-mount.ts';
+  try {
+    const mod = (await import(path)) as { mountAgents?: Mount };
+    return mod.mountAgents ? [mod.mountAgents] : [];
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes('agents-mount')) return [];
+    throw err;
+  }
+}
+
+export { loadConfig };

@@ -1,0 +1,106 @@
+// Shared by the service tests (not itself a suite): a real build of catalog-src into a temp dir
+// (dist + unit store), a real server on 127.0.0.1:0 over real LevelDB, and small HTTP helpers.
+import { mkdtemp } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Level } from 'level';
+import { Mppx, stripe } from 'mppx/client';
+import { build } from '../../generator/build.ts';
+import { localAddresses } from '../../generator/addresses.ts';
+import { CURRENT_FILE, KEY, type StoredUnit } from '../../contract/store-format.ts';
+import { loadConfig } from '../../payments/config.ts';
+import { createLogger, startServer, type RunningServer, type StartOptions } from '../../payments/serve.ts';
+import { CATALOG_SRC } from './build.ts';
+
+export interface Fixture {
+  root: string;
+  dist: string;
+  store: string;
+  catalogue: any;
+}
+
+/** Builds catalog-src (dist + unit store) into a fresh temp dir with the generator's build(). */
+export async function buildFixture(): Promise<Fixture> {
+  const root = await mkdtemp(join(tmpdir(), 'lds-svc-'));
+  const dist = join(root, 'dist');
+  const store = join(root, 'store');
+  await build({
+    srcDir: CATALOG_SRC,
+    outDir: dist,
+    storeRoot: store,
+    addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example'),
+    sourceDateEpoch: 1767225600,
+  });
+  const catalogue = JSON.parse(readFileSync(join(dist, 'v1/lds/_catalog'), 'utf8'));
+  return { root, dist, store, catalogue };
+}
+
+/**
+ * Unit references per product, read straight from the store (the documented on-disk format).
+ * Call it before a server opens the store: LevelDB allows one process-wide opener.
+ */
+export async function refsByProduct(storeRoot: string): Promise<Map<string, string[]>> {
+  const version = readFileSync(join(storeRoot, CURRENT_FILE), 'utf8').trim();
+  const db = new Level<string, string>(join(storeRoot, version), { valueEncoding: 'utf8' });
+  await db.open({ createIfMissing: false });
+  const out = new Map<string, string[]>();
+  try {
+    for await (const v of db.values({ gte: KEY.doc(0), lt: 'd"' })) {
+      const su = JSON.parse(v) as StoredUnit;
+      for (const p of su.products) out.set(p, [...(out.get(p) ?? []), su.unit.ref]);
+    }
+  } finally {
+    await db.close();
+  }
+  for (const refs of out.values()) refs.sort();
+  return out;
+}
+
+export interface TestServer extends RunningServer {
+  base: string; // http://127.0.0.1:<port>/v1
+  varDir: string;
+}
+
+export async function startTestServer(fx: Fixture, opts: StartOptions & { env?: Record<string, string>; varDir?: string } = {}): Promise<TestServer> {
+  const varDir = opts.varDir ?? (await mkdtemp(join(fx.root, 'var-')));
+  const env = { LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: fx.store, LDS_VAR_DIR: varDir, LDS_RATE_LIMIT_RPS: '0', ...(opts.env ?? {}) };
+  const config = await loadConfig({ port: 0, host: '127.0.0.1' }, env);
+  const running = await startServer(config, { logger: createLogger('silent'), env, ...opts });
+  return { ...running, base: `${running.url}/v1`, varDir };
+}
+
+export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** The official mppx client with the stripe method, minting a sandbox SPT. */
+export function mppxClient(spt = 'spt_test_journey') {
+  return Mppx.create({ polyfill: false, methods: [stripe.charge({ paymentMethod: 'pm_card_visa', createToken: async () => spt })] });
+}
+
+/** Tops up through MPP (402 challenge -> credential -> 200); returns the new balance token. */
+export async function topUp(base: string, amount: string, spt = 'spt_test_topup'): Promise<string> {
+  const res = await mppxClient(spt).fetch(`${base}/lds/balance/topup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ amount, currency: 'EUR' }),
+  });
+  const body = (await res.json()) as { balance_token?: string };
+  if (res.status !== 200 || !body.balance_token) throw new Error(`top-up failed: ${res.status} ${JSON.stringify(body)}`);
+  return body.balance_token;
+}
+
+export async function balanceOf(base: string, token: string): Promise<string> {
+  const res = await fetch(`${base}/lds/balance`, { headers: bearer(token) });
+  if (res.status !== 200) throw new Error(`balance read failed: ${res.status}`);
+  return ((await res.json()) as { balance: string }).balance;
+}
+
+/** "5.00" -> 500 without floating point. */
+export function cents(amount: string): number {
+  const [e, c = '00'] = amount.split('.');
+  return Number(e) * 100 + Number(c.padEnd(2, '0'));
+}

@@ -1,0 +1,129 @@
+// Crash safety: the real server (`lds serve` in a child process) is killed with SIGKILL in the
+// middle of a stream of paid draws and top-ups, restarted on the same data, and then: the ledger
+// verifies, and every 200 the clients received (draw or top-up) is in the ledger.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Level } from 'level';
+import { K } from '../payments/ledger-schema.ts';
+import { verifyLedger } from '../payments/ledger-verify.ts';
+import { hashToken } from '../payments/tokens.ts';
+import { payTopup } from '../payments/topup.ts';
+import { REPO } from './helpers/build.ts';
+import { bearer, buildFixture, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
+
+const PRODUCT = 'svc-health-eu';
+let fx: Fixture;
+let refs: string[];
+let varDir: string;
+
+interface Child {
+  proc: ChildProcess;
+  base: string;
+}
+
+function startChild(): Promise<Child> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'serve', '--port', '0', '--host', '127.0.0.1'], {
+    cwd: REPO,
+    env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: fx.store, LDS_VAR_DIR: varDir, LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 30_000);
+    proc.stderr!.on('data', (d) => {
+      err += d;
+      const m = /serving (http:\/\/\S+)/.exec(err);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc, base: `${m[1]}/v1` });
+      }
+    });
+    proc.on('exit', (code) => reject(new Error(`server exited (${code}): ${err}`)));
+  });
+}
+
+const exited = (p: ChildProcess) => new Promise<number | null>((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.once('exit', (c) => r(c))));
+
+test.before(async () => {
+  fx = await buildFixture();
+  refs = (await refsByProduct(fx.store)).get(PRODUCT)!;
+  varDir = await mkdtemp(join(fx.root, 'var-crash-'));
+});
+
+test('SIGKILL during paid draws and top-ups: restart, ledger verifies, every 200 is in the ledger', async () => {
+  let child = await startChild();
+  const tokens = await Promise.all([1, 2, 3, 4].map(() => topUp(child.base, '20.00')));
+  const paidDraws: { draw_id: string; token: string }[] = [];
+  const okTopups: { token: string; created: boolean }[] = [];
+  let stop = false;
+  let i = 0;
+
+  async function drawWorker(w: number) {
+    while (!stop) {
+      const token = tokens[w % tokens.length];
+      const n = 1 + (i++ % 10);
+      const start = (i * 17) % (refs.length - n);
+      const draw = { product_id: PRODUCT, units: refs.slice(start, start + n) };
+      try {
+        const q = (await (await postJson(`${child.base}/lds/draw`, draw)).json()) as any;
+        const res = await postJson(`${child.base}/lds/draw`, { ...draw, quote_id: q.quote_id }, bearer(token));
+        if (res.status === 200) paidDraws.push({ draw_id: ((await res.json()) as any).receipt.draw_id, token });
+      } catch {
+        // the server died under us: only answers we actually received count
+      }
+    }
+  }
+  async function topupWorker(w: number) {
+    while (!stop) {
+      try {
+        if (w % 2 === 0) {
+          const res = await payTopup(`${child.base}/lds/balance/topup`, '5.00', { spt: `spt_crash_${w}_${i++}` });
+          if (res.status === 200) okTopups.push({ token: ((await res.json()) as any).balance_token, created: true });
+        } else {
+          const token = tokens[w % tokens.length];
+          const res = await payTopup(`${child.base}/lds/balance/topup`, '5.00', { spt: `spt_crash_${w}_${i++}`, balanceToken: token });
+          if (res.status === 200) okTopups.push({ token, created: false });
+        }
+      } catch {
+        // as above
+      }
+    }
+  }
+  const workers = [...Array.from({ length: 8 }, (_, w) => drawWorker(w)), ...Array.from({ length: 4 }, (_, w) => topupWorker(w))];
+  // Let the stream run, then kill the server mid-flight.
+  await new Promise((r) => setTimeout(r, 2500));
+  const before = paidDraws.length;
+  child.proc.kill('SIGKILL');
+  await exited(child.proc);
+  stop = true;
+  await Promise.all(workers);
+  assert.ok(before > 10, `the stream was running (${before} paid draws before the kill)`);
+  assert.ok(okTopups.length > 0, 'top-ups were running too');
+
+  // Restart on the same data: it serves, and the balances it reports are readable.
+  child = await startChild();
+  const res = await fetch(`${child.base}/lds/balance`, { headers: bearer(tokens[0]) });
+  assert.is(res.status, 200);
+  child.proc.kill('SIGTERM');
+  assert.is(await exited(child.proc), 0, 'SIGTERM drains and exits cleanly');
+
+  const ledgerDir = join(varDir, 'ledger');
+  assert.equal(await verifyLedger(ledgerDir), []);
+  const db = new Level<string, any>(ledgerDir, { valueEncoding: 'json' });
+  await db.open();
+  try {
+    for (const d of paidDraws) {
+      const rec = await db.get(K.draw(d.draw_id));
+      assert.ok(rec, `draw ${d.draw_id} answered 200 but is not in the ledger`);
+      assert.is(rec.token_hash, hashToken(d.token));
+    }
+    for (const t of okTopups) assert.ok(await db.get(K.balance(hashToken(t.token))), 'a 200 top-up names a balance in the ledger');
+  } finally {
+    await db.close();
+  }
+});
+
+test.run();

@@ -1,0 +1,114 @@
+// The OpenAPI document in dist/ is valid OpenAPI 3.1 (checked with a real validator), documents
+// every endpoint of spec section 4, and the running service answers every documented operation
+// with a documented status and a body matching the documented schema. Published documents are
+// served with their _headers (content type, ETag) and answer 304 to a matching If-None-Match.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { PROBLEM_BASE as SPEC_PROBLEM_BASE } from '../generator/emit/openapi.ts';
+import { PROBLEM_BASE } from '../payments/problem.ts';
+import { parseHeadersFile } from '../payments/static.ts';
+import { TOPUP_PROBLEMS } from '../payments/topup.ts';
+import { buildFixture, postJson, refsByProduct, startTestServer, type Fixture, type TestServer } from './helpers/service-harness.ts';
+
+let fx: Fixture;
+let srv: TestServer;
+let doc: any;
+let refs: string[];
+
+test.before(async () => {
+  fx = await buildFixture();
+  refs = (await refsByProduct(fx.store)).get('svc-energy-eu')!;
+  doc = JSON.parse(readFileSync(join(fx.dist, 'v1/specification'), 'utf8'));
+  srv = await startTestServer(fx);
+});
+test.after(async () => {
+  await srv?.close();
+});
+
+test('v1/specification passes the OpenAPI 3.1 schema validator', async () => {
+  const v = new Validator();
+  const res = await v.validate(structuredClone(doc));
+  assert.ok(res.valid, JSON.stringify(res.errors, null, 2));
+  assert.is(v.version, '3.1');
+  assert.equal(doc.servers, [{ url: fx.catalogue.base_url }]);
+});
+
+test('documents every endpoint of spec section 4, with security schemes and problem types', () => {
+  const want: [string, string][] = [
+    ['get', '/lds/_catalog'],
+    ['get', '/dcat/catalog/{product_id}'],
+    ['post', '/lds/draw'],
+    ['post', '/lds/balance/topup'],
+    ['get', '/lds/balance'],
+    ['get', '/specification'],
+  ];
+  for (const [m, p] of want) assert.ok(doc.paths[p]?.[m], `${m.toUpperCase()} ${p} documented`);
+  assert.is(doc.components.securitySchemes.balanceToken.scheme, 'bearer');
+  assert.is(doc.components.securitySchemes.mpp.scheme, 'payment');
+  assert.is(SPEC_PROBLEM_BASE, PROBLEM_BASE, 'the generator and the service agree on the problem type base');
+  const documented = new Set(doc.components.schemas.Problem.properties.type.enum);
+  for (const slug of Object.values(TOPUP_PROBLEMS)) assert.ok(documented.has(PROBLEM_BASE + slug), `top-up problem ${slug} is documented`);
+});
+
+test('every documented operation answers with a documented status and schema', async () => {
+  const ajv = new Ajv2020({ strict: false });
+  ((addFormatsModule as any).default ?? addFormatsModule)(ajv);
+  ajv.addSchema({ $id: 'https://lds.test/spec.json', components: doc.components });
+  const check = (schemaRef: unknown, body: unknown, what: string) => {
+    const schema = JSON.parse(JSON.stringify(schemaRef).replaceAll('"#/components/', '"https://lds.test/spec.json#/components/'));
+    const validate = ajv.compile(schema);
+    assert.ok(validate(body), `${what}: ${JSON.stringify(validate.errors)}`);
+  };
+  const product = fx.catalogue.products[2].product_id;
+  const requests: Record<string, () => Promise<Response>> = {
+    getCatalogue: () => fetch(`${srv.base}/lds/_catalog`),
+    getProductDcat: () => fetch(`${srv.base}/dcat/catalog/${product}`),
+    draw: () => postJson(`${srv.base}/lds/draw`, { product_id: 'svc-energy-eu', units: refs.slice(0, 2) }),
+    topUp: () => postJson(`${srv.base}/lds/balance/topup`, { amount: '5.00', currency: 'EUR' }),
+    getBalance: () => fetch(`${srv.base}/lds/balance`),
+    getSpecification: () => fetch(`${srv.base}/specification`),
+  };
+  for (const [path, item] of Object.entries<any>(doc.paths)) {
+    for (const [method, op] of Object.entries<any>(item)) {
+      const send = requests[op.operationId];
+      assert.ok(send, `a request for ${op.operationId}`);
+      const res = await send();
+      const documented = op.responses[String(res.status)];
+      assert.ok(documented, `${method.toUpperCase()} ${path} answered ${res.status}, which is not documented`);
+      const type = (res.headers.get('content-type') ?? '').split(';')[0];
+      const body = await res.json();
+      const resolved = documented.$ref ? doc.components.responses[documented.$ref.split('/').pop()] : documented;
+      const schema = resolved.content?.[type]?.schema;
+      assert.ok(schema, `${op.operationId} ${res.status} ${type} has a documented schema`);
+      check(schema, body, `${op.operationId} ${res.status}`);
+    }
+  }
+});
+
+test('every published path is served with its _headers, and a matching If-None-Match is a 304', async () => {
+  const listed = parseHeadersFile(readFileSync(join(fx.dist, '_headers'), 'utf8'));
+  assert.ok(listed.size > 20);
+  for (const [path, headers] of listed) {
+    const res = await fetch(srv.url + path);
+    assert.is(res.status, 200, path);
+    await res.arrayBuffer();
+    for (const [k, v] of headers) assert.is(res.headers.get(k), v, `${path} ${k}`);
+    const etag = headers.find(([k]) => k === 'ETag')![1];
+    const again = await fetch(srv.url + path, { headers: { 'if-none-match': etag } });
+    assert.is(again.status, 304, path);
+    assert.is(again.headers.get('etag'), etag);
+    const stale = await fetch(srv.url + path, { headers: { 'if-none-match': '"catalogue-000000000000"' } });
+    assert.is(stale.status, 200, path);
+    await stale.arrayBuffer();
+  }
+  // The hosting configuration itself is not published.
+  assert.is((await fetch(`${srv.url}/_headers`)).status, 404);
+  assert.is((await fetch(`${srv.url}/_nginx/lds.conf`)).status, 404);
+});
+
+test.run();

@@ -1,0 +1,113 @@
+// Unit-level checks of the service's small modules: stateless quotes, configuration and secrets,
+// the _headers parser and ETag matching, the rate limiter, and log redaction.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdtemp, readFile, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { ConfigError, loadConfig } from '../payments/config.ts';
+import { QuoteSigner, canonicalUnits, requestDigest } from '../payments/quote.ts';
+import { createRateLimiter } from '../payments/http-ratelimit.ts';
+import { etagMatches, parseHeadersFile } from '../payments/static.ts';
+import { createLogger } from '../payments/serve.ts';
+
+const KEY = Buffer.from('k'.repeat(32));
+/** uvu has no rejects(): the promise must reject with a message matching `re` (or an instance of the class). */
+async function rejects(fn: () => Promise<unknown>, re: RegExp | (new (...a: any[]) => Error)): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    if (re instanceof RegExp) assert.match((err as Error).message, re);
+    else assert.instance(err, re);
+    return;
+  }
+  assert.unreachable('expected a rejection');
+}
+
+const payload = { p: 'svc-x', m: 'u' as const, r: 'r', h: 'h', n: 2, a: 2, c: 'EUR', s: 'store-1', e: 1_900_000_000_000 };
+
+test('quotes: signed, verified, unique per request, refused when altered or signed with another key', () => {
+  const s = new QuoteSigner(KEY);
+  const a = s.sign(payload);
+  const b = s.sign(payload);
+  assert.is.not(a, b, 'a nonce makes every quote distinct');
+  assert.is(s.verify(a)?.a, 2);
+  const [, body, mac] = a.split('.');
+  const altered = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString()), a: 1 })).toString('base64url');
+  assert.is(s.verify(`q1.${altered}.${mac}`), null);
+  assert.is(new QuoteSigner(Buffer.from('x'.repeat(32))).verify(a), null);
+  for (const junk of ['', 'q1', 'q1..', 'q2.a.b', 'q1.a.b.c', 'x'.repeat(2000)]) assert.is(s.verify(junk), null, junk);
+  assert.ok(a.length < 400, `quote_id stays short (${a.length})`);
+  assert.throws(() => new QuoteSigner(Buffer.from('short')));
+});
+
+test('quotes bind units as a set, and query + limit', () => {
+  assert.equal(canonicalUnits(['b', 'a', 'b']), ['a', 'b']);
+  const d = (u: string[]) => requestDigest({ product_id: 'p', units: u }, 10).digest;
+  assert.is(d(['a', 'b']), d(['b', 'a', 'a']));
+  assert.is.not(d(['a', 'b']), d(['a', 'b', 'c']));
+  assert.is.not(d(['ab']), d(['a', 'b']));
+  const q = (query: string, limit?: number) => requestDigest({ product_id: 'p', query, limit }, 10).digest;
+  assert.is(q('x'), q('x', 10), 'the default limit is bound explicitly');
+  assert.is.not(q('x', 10), q('x', 11));
+});
+
+test('config: defaults, secrets generated once with mode 0600, production rules', async () => {
+  const v = await mkdtemp(join(tmpdir(), 'lds-cfg-'));
+  const c = await loadConfig({}, { LDS_VAR_DIR: v });
+  assert.is(c.port, 8080);
+  assert.is(c.host, '127.0.0.1');
+  assert.is(c.processor, 'sandbox');
+  assert.is(c.quoteTtlSeconds, 900);
+  assert.is(c.ledgerDir, join(v, 'ledger'));
+  assert.is(c.storeRoot, join(v, 'store'));
+  assert.ok(c.quoteSecret.length >= 32 && c.mppSecret.length >= 32);
+  const mode = (await stat(join(v, 'secrets', 'quote-hmac.key'))).mode & 0o777;
+  assert.is(mode, 0o600);
+  const again = await loadConfig({}, { LDS_VAR_DIR: v });
+  assert.equal(again.quoteSecret, c.quoteSecret, 'a restart keeps the secret');
+  assert.is((await readFile(join(v, 'secrets', 'mpp-secret.key'), 'utf8')).trim(), c.mppSecret);
+
+  const prod = { NODE_ENV: 'production', LDS_VAR_DIR: v };
+  await rejects(() => loadConfig({}, { ...prod, PAYMENT_PROCESSOR: 'sandbox' }), /sandbox/);
+  await rejects(() => loadConfig({}, { ...prod, PAYMENT_PROCESSOR: 'stripe', STRIPE_SECRET_KEY: 'sk_test_x' }), /LDS_QUOTE_SECRET/);
+  await rejects(() => loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'q'.repeat(32) }), /MPP_SECRET_KEY/);
+  await rejects(() => loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'short', MPP_SECRET_KEY: 'm'.repeat(32) }), ConfigError);
+  const ok = await loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'q'.repeat(32), MPP_SECRET_KEY: 'm'.repeat(32) });
+  assert.is(ok.processor, 'stripe');
+  await rejects(() => loadConfig({}, { LDS_VAR_DIR: v, PORT: 'eighty' }), /PORT/);
+  await rejects(() => loadConfig({}, { LDS_VAR_DIR: v, PAYMENT_PROCESSOR: 'paypal' }), /PAYMENT_PROCESSOR/);
+});
+
+test('_headers parsing and ETag matching', () => {
+  const h = parseHeadersFile('/a\n  Content-Type: text/plain\n  ETag: "v1"\n\n/b/\n  X: y: z\n');
+  assert.equal([...h.keys()], ['/a', '/b/']);
+  assert.equal(h.get('/a'), [['Content-Type', 'text/plain'], ['ETag', '"v1"']]);
+  assert.equal(h.get('/b/'), [['X', 'y: z']]);
+  assert.ok(etagMatches('"v1"', '"v1"'));
+  assert.ok(etagMatches('W/"v1"', '"v1"'));
+  assert.ok(etagMatches('"v0", "v1"', '"v1"'));
+  assert.ok(etagMatches('*', '"v1"'));
+  assert.not.ok(etagMatches('"v2"', '"v1"'));
+});
+
+test('rate limiter: burst, refill, per client', () => {
+  const rl = createRateLimiter(2, 3);
+  const t = 1_000_000;
+  assert.equal([rl.take('a', t), rl.take('a', t), rl.take('a', t)], [0, 0, 0]);
+  assert.is(rl.take('a', t), 500);
+  assert.is(rl.take('b', t), 0, 'another client has its own bucket');
+  assert.is(rl.take('a', t + 500), 0, 'refilled');
+});
+
+test('logs never carry tokens or Authorization headers', () => {
+  let out = '';
+  const sink = new Writable({ write(chunk, _e, cb) { out += chunk; cb(); } });
+  const log = createLogger('info', sink);
+  log.info({ headers: { authorization: 'Bearer lds_bal_secret' }, balance_token: 'lds_bal_secret', req: { token: 'lds_bal_secret' } }, 'x');
+  assert.not.match(out, /lds_bal_secret/);
+  assert.match(out, /redacted/);
+});
+
+test.run();
