@@ -4,6 +4,9 @@ import { emitCatalogue } from './catalogue.ts';
 import { emitDcat } from './dcat.ts';
 import { emitAgentCard } from './agent-card.ts';
 import { emitLinkset } from './linkset.ts';
+import { emitDocs } from './docs.ts';
+import { emitHtml } from './html.ts';
+import { emitOpenApi } from './openapi.ts';
 import type { Emitter } from './types.ts';
 
 export const EMITTERS: Emitter[] = [
@@ -11,4 +14,7 @@ export const EMITTERS: Emitter[] = [
   emitDcat,
   emitAgentCard,
   emitLinkset,
+  emitDocs,
+  emitHtml,
+  emitOpenApi,
 ];

@@ -14,7 +14,7 @@ export interface OutputFile {
   path: string; // relative to dist/, no leading slash (v1/lds/_catalog)
   contentType: string; // full Content-Type header value
   body: string;
-  /** 'catalogue' documents carry live counts: cached for cache_ttl_seconds; 'static' ones for a day. */
+  /** 'catalogue' documents carry live counts or prices: cached for cache_ttl_seconds; 'static' ones for an hour (see headers.ts). */
   cache: 'catalogue' | 'static';
 }
 

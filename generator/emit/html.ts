@@ -1,0 +1,281 @@
+// The catalogue for people: index.html and one page per product (products/{product_id}.html).
+// Self-contained (inline CSS, no scripts, no external assets), escaped, deterministic: every value
+// comes from the finished catalogue in ctx. Pages link to each other relatively, so dist/ also
+// reads well from disk; machine documents are linked at their published addresses.
+import type { CatalogueProduct } from '../catalog.ts';
+import { type Emitter, type EmitContext, HTML_TYPE } from './types.ts';
+import { groupDigits, licenceBrief, shq } from './docs.ts';
+import { machineDocuments, productPagePath, siteUrls } from './site.ts';
+
+/** Escapes text for HTML element content and double- or single-quoted attribute values. */
+export function esc(value: string | number | null | undefined): string {
+  return String(value ?? '').replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
+}
+
+/** Only http(s) and relative links become href values; anything else is shown as text. */
+function link(href: string | null, text: string): string {
+  if (!href) return esc(text);
+  if (/^[a-z][a-z0-9+.-]*:/i.test(href) && !/^https?:/i.test(href)) return esc(text);
+  return `<a href="${esc(href)}">${esc(text)}</a>`;
+}
+
+const CSS = `
+:root{color-scheme:light;--fg:#1b1f24;--muted:#545d68;--line:#d0d7de;--bg:#fff;--accent:#0b57d0;--ok:#0f6b2f;--warn:#8a4b00;--bad:#a4161a}
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+header,main,footer{max-width:72rem;margin:0 auto;padding:0 1rem}
+header{padding-top:1.5rem}
+h1{font-size:1.8rem;margin:.25rem 0 .5rem}
+h2{font-size:1.3rem;margin:2rem 0 .5rem;border-bottom:1px solid var(--line);padding-bottom:.25rem}
+a{color:var(--accent)}
+a:focus-visible,summary:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
+.skip{position:absolute;left:-999px}
+.skip:focus{left:1rem;top:1rem;background:#fff;padding:.5rem}
+.muted,caption{color:var(--muted)}
+caption{text-align:left;padding:.25rem 0;caption-side:top}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem}
+th,td{border:1px solid var(--line);padding:.35rem .5rem;text-align:left;vertical-align:top}
+thead th{background:#f3f5f7}
+th[scope=row] code{white-space:nowrap}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
+pre{background:#f3f5f7;padding:.75rem;overflow-x:auto;white-space:pre}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}
+dl.facts dt{font-weight:600}
+dl.facts dd{margin:0}
+.health{font-weight:700}
+.health-healthy{color:var(--ok)}
+.health-degraded{color:var(--warn)}
+.health-unavailable{color:var(--bad)}
+footer{margin-top:3rem;padding-bottom:2rem;border-top:1px solid var(--line);color:var(--muted);font-size:.9rem}
+`.trim();
+
+function page(ctx: EmitContext, o: { title: string; description: string; crumbs?: string; body: string }): string {
+  const c = ctx.catalogue;
+  const u = siteUrls(ctx);
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${esc(o.title)}</title>
+<meta name="description" content="${esc(o.description)}">
+<meta name="generator" content="lds catalogue build ${esc(ctx.version)}">
+<link rel="alternate" type="application/json" href="${esc(u.catalogue)}" title="Catalogue (JSON)">
+<link rel="alternate" type="text/markdown" href="${esc(u.docs)}" title="Documentation">
+<style>${CSS}</style>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header>
+${o.crumbs ? `<nav aria-label="Breadcrumb"><p>${o.crumbs}</p></nav>\n` : ''}<h1>${esc(o.title)}</h1>
+<p>${esc(o.description)}</p>
+</header>
+<main id="main">
+${o.body}
+</main>
+<footer>
+<p>Catalogue content: ${link(c.licence.url, c.licence.title)}, published by ${link(c.publisher_url, c['dct:publisher'])}. Drawn data is licensed per source, as listed.</p>
+<p>Catalogue version <code>${esc(c.version)}</code>, generated ${esc(c.generated_at)}${c.store_version ? `, unit store <code>${esc(c.store_version)}</code>` : ', no unit store built (every count is zero)'}. Counts and prices are live in the ${link(u.catalogue, 'catalogue JSON')}.</p>
+</footer>
+</body>
+</html>
+`;
+}
+
+function healthBadge(rollup: string): string {
+  return `<span class="health health-${esc(rollup)}">${esc(rollup)}</span>`;
+}
+
+function machineDocsList(ctx: EmitContext): string {
+  const docs = machineDocuments(ctx);
+  const items = docs.map((d) =>
+    `<li>${d.template ? `${esc(d.label)}: <code>${esc(d.url)}</code>` : link(d.url, d.label)} <span class="muted">(${esc(d.type)})</span>: ${esc(d.what)}</li>`,
+  );
+  return `<ul class="machine-docs">\n${items.join('\n')}\n</ul>`;
+}
+
+function productsTable(ctx: EmitContext): string {
+  const c = ctx.catalogue;
+  const rows = c.products.map((p) => `<tr id="product-${esc(p.product_id)}" data-product-id="${esc(p.product_id)}">
+<th scope="row"><a href="${esc(productPagePath(p.product_id))}">${esc(p.title)}</a><br><code>${esc(p.product_id)}</code></th>
+<td>${esc(p.sectoral_ds)} <span class="muted">(${esc(p.tag)})</span></td>
+<td class="num units">${groupDigits(p.live_unit_count)}</td>
+<td class="num rows">${groupDigits(p.live_row_count)}</td>
+<td class="num draw-price">${esc(p.pricing.draw_unit_price)}</td>
+<td class="num bulk-price">${esc(p.pricing.bulk_annual_price)}</td>
+<td class="licences">${esc(licenceBrief(p))}</td>
+<td class="health-cell">${healthBadge(p._health.rollup)}<details><summary>Why</summary><p class="health-reason">${esc(p._health.rollup_reason)}</p></details></td>
+</tr>`);
+  return `<div class="scroll"><table id="products">
+<caption>${c.total} products, prices in ${esc(c.currency)}. Draw price is per unit; the bulk annual price is the per-unit rate times the live unit count.</caption>
+<thead><tr>
+<th scope="col">Product</th><th scope="col">Data space</th><th scope="col">Units</th><th scope="col">Rows</th><th scope="col">Draw price per unit (${esc(c.currency)})</th><th scope="col">Bulk annual price (${esc(c.currency)})</th><th scope="col">Licences</th><th scope="col">Health</th>
+</tr></thead>
+<tbody>
+${rows.join('\n')}
+</tbody>
+</table></div>`;
+}
+
+function howToBuy(ctx: EmitContext): string {
+  const c = ctx.catalogue;
+  const u = siteUrls(ctx);
+  return `<ol>
+<li>Ask for a draw: <code>POST ${esc(u.draw)}</code> with a <code>product_id</code> and a <code>query</code> and <code>limit</code> (or unit references in <code>units</code>). The answer is <strong>402 Payment Required</strong> with a quote: the price and a <code>quote_id</code>.</li>
+<li>Top up a prepaid balance once: <code>POST ${esc(u.topup)}</code>, paid through the Machine Payments Protocol with a Stripe Shared Payment Token (minimum ${esc(c.minimum_topup)} ${esc(c.currency)}). The answer gives you a balance token.</li>
+<li>Repeat the draw with the <code>quote_id</code> and <code>Authorization: Bearer &lt;balance token&gt;</code>. You receive the cited units, their licences and the attribution to reproduce.</li>
+<li>Read your balance: <code>GET ${esc(u.balance)}</code>.</li>
+</ol>
+<p>Step by step, with copyable examples: ${link(u.docs, 'the documentation')}. Bulk annual subscription checkout is not live yet.</p>`;
+}
+
+export function renderIndex(ctx: EmitContext): string {
+  const c = ctx.catalogue;
+  const body = `<section aria-labelledby="h-products">
+<h2 id="h-products">Products</h2>
+${productsTable(ctx)}
+</section>
+<section aria-labelledby="h-buy">
+<h2 id="h-buy">How to buy</h2>
+${howToBuy(ctx)}
+</section>
+<section aria-labelledby="h-machine">
+<h2 id="h-machine">Machine-readable documents</h2>
+${machineDocsList(ctx)}
+<p>MCP tool endpoint for agents: <code>${esc(c.mcp_url)}</code>.</p>
+</section>`;
+  return page(ctx, { title: c['dct:title'], description: c.description, body });
+}
+
+function factList(items: [string, string][]): string {
+  return `<dl class="facts">\n${items.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${v}</dd>`).join('\n')}\n</dl>`;
+}
+
+export function renderProduct(ctx: EmitContext, p: CatalogueProduct): string {
+  const c = ctx.catalogue;
+  const u = siteUrls(ctx);
+  const h = p._health;
+  const pr = p.pricing;
+  const drawExample = JSON.stringify({ product_id: p.product_id, query: p.keywords[0] ?? p.slug, limit: 5 });
+
+  const sourceRows = h.sources.map((s) => `<tr>
+<th scope="row"><code>${esc(s.source)}</code></th>
+<td>${s.required ? 'required' : 'optional'}</td>
+<td>${esc(s.status)}</td>
+<td>${esc(s.unit ?? '—')}</td>
+<td class="num">${groupDigits(s.units)}</td>
+<td class="num">${groupDigits(s.rows)}</td>
+<td>${esc(s.note ?? '')}</td>
+</tr>`);
+
+  const licenceRows = p.licence_basis.map((b, i) => {
+    const s = p.licence_summary[i]!;
+    return `<tr>
+<th scope="row"><code>${esc(b.source)}</code></th>
+<td>${esc(s.from)}</td>
+<td>${b.verdict === 'held' ? 'held: no rows served' : esc(s.licences.join(', '))}</td>
+<td>${esc(b.attribution ?? '')}</td>
+<td>${esc(b.conditions ?? '')}</td>
+<td>${esc(b.basis ?? '')}</td>
+<td>${esc(b.ruled_at ?? '')}</td>
+<td>${b.terms_url ? link(b.terms_url, 'terms') : ''}</td>
+</tr>`;
+  });
+
+  const unitRows = p.unit_definition.map((d) => `<tr><th scope="row"><code>${esc(d.source)}</code></th><td>${esc(d.unit)}</td><td>${esc(d.definition)}</td></tr>`);
+
+  const body = `<section aria-labelledby="h-about">
+<h2 id="h-about">About</h2>
+${factList([
+    ['Product id', `<code>${esc(p.product_id)}</code>`],
+    ['Data space', `${esc(p.sectoral_ds)} (${esc(p.tag)})`],
+    ['Marker', `<code>${esc(p.marker)}</code>`],
+    ['Asset', `<code>${esc(p.asset_uri)}</code>`],
+    ['Launch state', esc(p.launch_state)],
+    ['Envelope state', esc(p.envelope_state)],
+    ['Licence state', esc(p.licence_state)],
+    ['Rulebook', esc(p.rulebook_ref)],
+    ['Subscription', esc(p.subscribe_status)],
+    ['Terminal condition', esc(p.terminal_condition)],
+  ])}
+</section>
+<section aria-labelledby="h-counts">
+<h2 id="h-counts">Counts</h2>
+<div class="scroll"><table id="counts">
+<caption>Computed ${esc(p.row_count_computed_at)}.</caption>
+<tbody>
+<tr><th scope="row">Units served</th><td class="num" id="live-unit-count">${groupDigits(p.live_unit_count)}</td><td>${esc(p.unit_count_basis)}</td></tr>
+<tr><th scope="row">Rows served</th><td class="num" id="live-row-count">${groupDigits(p.live_row_count)}</td><td>${esc(p.row_count_basis)}</td></tr>
+<tr><th scope="row">Rows at launch</th><td class="num" id="row-count-at-launch">${groupDigits(p.row_count_at_launch)}</td><td></td></tr>
+</tbody>
+</table></div>
+</section>
+<section aria-labelledby="h-prices">
+<h2 id="h-prices">Prices</h2>
+<div class="scroll"><table id="prices">
+<caption>In ${esc(pr.currency)}.</caption>
+<tbody>
+<tr><th scope="row">Draw price per unit</th><td class="num" id="draw-unit-price">${esc(pr.draw_unit_price)}</td><td>a draw costs units × this price, rounded up to the cent, at least ${esc(pr.draw_minimum_charge)}</td></tr>
+<tr><th scope="row">Bulk rate per unit per year</th><td class="num" id="bulk-unit-rate">${esc(pr.bulk_unit_rate)}</td><td></td></tr>
+<tr><th scope="row">Bulk annual price</th><td class="num" id="bulk-annual-price">${esc(pr.bulk_annual_price)}</td><td>${groupDigits(pr.unit_count)} units × the bulk rate; checkout not live yet</td></tr>
+</tbody>
+</table></div>
+</section>
+<section aria-labelledby="h-health">
+<h2 id="h-health">Health</h2>
+<p>${healthBadge(h.rollup)}: <span id="health-reason">${esc(h.rollup_reason)}</span></p>
+<p class="muted">Checked ${esc(h.checked_at)}; cached for ${h.cache_ttl_seconds} seconds. ${h.sources_required_count} required and ${h.sources_optional_count} optional source${h.sources_optional_count === 1 ? '' : 's'}.</p>
+<div class="scroll"><table id="sources">
+<caption>Sources</caption>
+<thead><tr><th scope="col">Source</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Unit kind</th><th scope="col">Units</th><th scope="col">Rows</th><th scope="col">Note</th></tr></thead>
+<tbody>
+${sourceRows.join('\n')}
+</tbody>
+</table></div>
+</section>
+<section aria-labelledby="h-units">
+<h2 id="h-units">What one unit is</h2>
+<p>P: one English pivot paragraph with all its language versions. R: one source row. A: one Akoma Ntoso provision with all its versions across kind and language.</p>
+<div class="scroll"><table id="unit-definitions">
+<caption>Unit definition per source</caption>
+<thead><tr><th scope="col">Source</th><th scope="col">Kind</th><th scope="col">Definition</th></tr></thead>
+<tbody>
+${unitRows.join('\n')}
+</tbody>
+</table></div>
+</section>
+<section aria-labelledby="h-licences">
+<h2 id="h-licences">Licences and attribution</h2>
+<p>Each delivered unit carries its source's licence; reproduce the attribution with the data.</p>
+<div class="scroll"><table id="licences">
+<caption>Licence ruling per source</caption>
+<thead><tr><th scope="col">Source</th><th scope="col">From</th><th scope="col">Licence</th><th scope="col">Attribution</th><th scope="col">Conditions</th><th scope="col">Basis</th><th scope="col">Ruled</th><th scope="col">Terms</th></tr></thead>
+<tbody>
+${licenceRows.join('\n')}
+</tbody>
+</table></div>
+</section>
+<section aria-labelledby="h-buy">
+<h2 id="h-buy">Buy from this product</h2>
+<p>Ask for a quote (answers 402 with the price and a <code>quote_id</code>), then repeat with the <code>quote_id</code> and your balance token. See ${link(u.docs, 'the documentation')} for topping up a balance.</p>
+<pre><code>${esc(`curl -i -X POST ${u.draw} \\\n  -H 'Content-Type: application/json' \\\n  -d ${shq(drawExample)}`)}</code></pre>
+</section>
+<section aria-labelledby="h-machine">
+<h2 id="h-machine">Machine-readable</h2>
+<ul>
+<li>${link(p.dcat_url, 'DCAT-AP description of this product')} <span class="muted">(application/ld+json)</span></li>
+<li>${link(u.catalogue, 'Catalogue (JSON)')}, where this product is <code>${esc(p.product_id)}</code></li>
+<li>MCP tool endpoint: <code>${esc(p.mcp_endpoint)}</code></li>
+</ul>
+${machineDocsList(ctx)}
+</section>`;
+  const crumbs = `<a href="../index.html">${esc(c['dct:title'])}</a> › ${esc(p.title)}`;
+  return page(ctx, { title: p.title, description: p.description, crumbs, body });
+}
+
+export const emitHtml: Emitter = (ctx) => [
+  { path: 'index.html', contentType: HTML_TYPE, body: renderIndex(ctx), cache: 'catalogue' },
+  ...ctx.catalogue.products.map((p) => ({ path: productPagePath(p.product_id), contentType: HTML_TYPE, body: renderProduct(ctx, p), cache: 'catalogue' as const })),
+];

@@ -1,0 +1,79 @@
+// The public addresses of the site, in one place for the pages for people (html.ts) and the
+// documentation (docs.ts). Every URL derives from the build's addresses; the fixed paths follow
+// DESIGN.md section 5 (the documents the other emitters write there).
+import type { EmitContext } from './types.ts';
+import { distPath } from './types.ts';
+
+export interface SiteLink {
+  label: string;
+  url: string;
+  type: string; // media type a client gets (shown to people and agents)
+  what: string; // one line: what the document is for
+  /** true when url is a URI template ({product_id}), not a link to follow */
+  template?: boolean;
+}
+
+export interface SiteUrls {
+  origin: string; // the origin dist/ is served at (the origin of base_url)
+  home: string; // index.html
+  catalogue: string;
+  dcat: (productId: string) => string;
+  agentCard: string;
+  machineIndex: string;
+  apiCatalog: string;
+  openapi: string;
+  docs: string;
+  llms: string;
+  productPage: (productId: string) => string;
+  draw: string;
+  topup: string;
+  balance: string;
+  mcp: string;
+}
+
+/** dist/ path of a product page (also used for relative links between pages). */
+export function productPagePath(productId: string): string {
+  return `products/${productId}.html`;
+}
+
+/** dist/ path of the documentation at docs_url: a folder URL gets index.md. */
+export function docsPath(docsUrl: string): string {
+  const p = distPath(docsUrl);
+  return p === '' || p.endsWith('/') ? `${p}index.md` : p;
+}
+
+export function siteUrls(ctx: EmitContext): SiteUrls {
+  const a = ctx.addresses;
+  const origin = new URL(a.base_url).origin;
+  return {
+    origin,
+    home: `${origin}/`,
+    catalogue: `${a.base_url}/lds/_catalog`,
+    dcat: (id) => `${a.base_url}/dcat/catalog/${id}`,
+    agentCard: `${origin}/.well-known/agent-card.json`,
+    machineIndex: `${origin}/.well-known/svc-catalog.json`,
+    apiCatalog: `${origin}/.well-known/api-catalog`,
+    openapi: `${a.base_url}/specification`,
+    docs: a.docs_url,
+    llms: `${origin}/llms.txt`,
+    productPage: (id) => `${origin}/${productPagePath(id)}`,
+    draw: `${a.base_url}/lds/draw`,
+    topup: `${a.base_url}/lds/balance/topup`,
+    balance: `${a.base_url}/lds/balance`,
+    mcp: a.mcp_url,
+  };
+}
+
+/** The machine-readable documents and the documentation, in the order pages list them. */
+export function machineDocuments(ctx: EmitContext): SiteLink[] {
+  const u = siteUrls(ctx);
+  return [
+    { label: 'Catalogue (JSON)', url: u.catalogue, type: 'application/json', what: 'all products with live counts, prices, licences and health' },
+    { label: 'DCAT-AP descriptions', url: u.dcat('{product_id}'), type: 'application/ld+json', what: 'one DCAT-AP 3.0.1 JSON-LD description per product', template: true },
+    { label: 'Agent card (A2A)', url: u.agentCard, type: 'application/json', what: 'A2A 0.3.0 agent description, one skill per product' },
+    { label: 'Machine index (RFC 9727 linkset)', url: u.machineIndex, type: 'application/linkset+json', what: 'links to every document and endpoint of the service' },
+    { label: 'OpenAPI specification', url: u.openapi, type: 'application/json', what: 'OpenAPI 3.1 of every endpoint, with request and response schemas' },
+    { label: 'Documentation', url: u.docs, type: 'text/markdown', what: 'how to browse, quote, top up and draw, with curl examples' },
+    { label: 'llms.txt', url: u.llms, type: 'text/plain', what: 'a short guide for language models and agents' },
+  ];
+}

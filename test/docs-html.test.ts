@@ -1,0 +1,188 @@
+// The documentation (docs_url, llms.txt) and the pages for people (index.html, products/*.html),
+// rendered in memory from the real catalog-src: zero counts (no store) and non-zero counts (a
+// synthetic store summary), escaping, determinism, and the hook for extra documentation sections.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { emitContext } from '../generator/build.ts';
+import { localAddresses } from '../generator/addresses.ts';
+import { loadCatalogSrc } from '../generator/load.ts';
+import type { CatalogSrc, StoreSummary } from '../generator/model.ts';
+import type { EmitContext, OutputFile } from '../generator/emit/types.ts';
+import { HTML_TYPE, MARKDOWN_TYPE, TEXT_TYPE } from '../generator/emit/types.ts';
+import { BUYING_CHANNEL_SECTIONS, docSections, emitDocs, groupDigits, renderDocs, anchor } from '../generator/emit/docs.ts';
+import { emitHtml, esc } from '../generator/emit/html.ts';
+import { docsPath } from '../generator/emit/site.ts';
+import { EMITTERS } from '../generator/emit/index.ts';
+import { openApiDocument } from '../generator/emit/openapi.ts';
+import { CATALOG_SRC } from './helpers/build.ts';
+
+const BUILT_AT = '2026-01-01T00:00:00Z';
+let cat: CatalogSrc;
+
+test.before(async () => {
+  cat = await loadCatalogSrc(CATALOG_SRC);
+});
+
+const addresses = () => localAddresses('http://127.0.0.1:8080', cat.settings.addresses.publisher_url);
+const empty = (): StoreSummary => ({ store_version: null, computed_at: BUILT_AT, products: {}, notes: {} });
+
+/** Every served, unit-selling source of every product holds some rows, different per product. */
+function syntheticStore(): StoreSummary {
+  const products: StoreSummary['products'] = {};
+  cat.products.forEach((p, i) => {
+    products[p.product_id] = {};
+    p.sources.forEach(({ source }, j) => {
+      const src = cat.sources.get(source)!;
+      if (src.held || src.unit === null) return;
+      const units = 1000 * (i + 1) + 37 * j + 1;
+      products[p.product_id]![source] = { units, rows: units * 23 };
+    });
+  });
+  return { store_version: 'store-0123456789ab', computed_at: BUILT_AT, products, notes: {} };
+}
+
+const render = (ctx: EmitContext): OutputFile[] => [...emitDocs(ctx), ...emitHtml(ctx)];
+const file = (files: OutputFile[], path: string) => {
+  const f = files.find((x) => x.path === path);
+  assert.ok(f, `no ${path}`);
+  return f!;
+};
+
+test('both emitters are registered', () => {
+  assert.ok(EMITTERS.includes(emitDocs));
+  assert.ok(EMITTERS.includes(emitHtml));
+});
+
+test('files, content types and cache rules', () => {
+  const ctx = emitContext(cat, addresses(), empty(), BUILT_AT);
+  const files = render(ctx);
+  const docs = file(files, 'docs/index.md');
+  assert.is(docs.contentType, MARKDOWN_TYPE);
+  // docs and llms.txt list live counts and prices, so they follow the catalogue's cache lifetime
+  assert.is(docs.cache, 'catalogue');
+  assert.is(file(files, 'llms.txt').contentType, TEXT_TYPE);
+  assert.is(file(files, 'llms.txt').cache, 'catalogue');
+  const pages = files.filter((f) => f.contentType === HTML_TYPE);
+  assert.is(pages.length, 1 + ctx.catalogue.products.length);
+  for (const p of pages) assert.is(p.cache, 'catalogue');
+  file(files, 'index.html');
+  for (const p of ctx.catalogue.products) file(files, `products/${p.product_id}.html`);
+});
+
+test('docs path follows docs_url', () => {
+  assert.is(docsPath('https://x.example/docs/'), 'docs/index.md');
+  assert.is(docsPath('https://x.example/'), 'index.md');
+  assert.is(docsPath('https://x.example/guide.md'), 'guide.md');
+  assert.is(docsPath('https://x.example/a/b/'), 'a/b/index.md');
+});
+
+for (const [label, store] of [['zero counts (no store)', empty], ['non-zero counts', syntheticStore]] as const) {
+  test(`docs and llms.txt carry every product's counts and prices: ${label}`, () => {
+    const ctx = emitContext(cat, addresses(), store(), BUILT_AT);
+    const files = render(ctx);
+    const docs = file(files, 'docs/index.md').body;
+    const llms = file(files, 'llms.txt').body;
+    const c = ctx.catalogue;
+    if (label === 'non-zero counts') assert.ok(c.products.every((p) => p.live_unit_count > 0), 'the synthetic store gives every product units');
+    for (const p of c.products) {
+      const row = docs.split('\n').find((l) => l.startsWith(`| [\`${p.product_id}\`]`));
+      assert.ok(row, `docs: products row of ${p.product_id}`);
+      for (const v of [p.title, groupDigits(p.live_unit_count), groupDigits(p.live_row_count), p.pricing.draw_unit_price, p.pricing.bulk_annual_price, p._health.rollup])
+        assert.ok(row!.includes(v), `docs ${p.product_id}: ${v}`);
+      assert.ok(docs.includes(p._health.rollup_reason), `docs: health reason of ${p.product_id}`);
+      const line = llms.split('\n').find((l) => l.includes(`\`${p.product_id}\``));
+      assert.ok(line, `llms.txt: ${p.product_id}`);
+      for (const v of [groupDigits(p.live_unit_count), p.pricing.draw_unit_price, p.pricing.bulk_annual_price]) assert.ok(line!.includes(v), `llms ${p.product_id}: ${v}`);
+      for (const b of p.licence_basis) if (b.attribution) assert.ok(docs.includes(b.attribution.replace(/\|/g, '\\|')), `docs: attribution of ${b.source}`);
+    }
+    // the buying flow, with copyable curl examples at the build's addresses
+    const base = ctx.addresses.base_url;
+    for (const s of [`curl -s ${base}/lds/_catalog`, `curl -i -X POST ${base}/lds/draw`, `curl -i -X POST ${base}/lds/balance/topup`, `curl -s ${base}/lds/balance`, 'Authorization: Bearer <BALANCE_TOKEN>', '"quote_id":"<QUOTE_ID>"', 'Authorization: Payment <MPP_CREDENTIAL>', 'rel="payment"', 'balance_token', 'application/problem+json', c.minimum_topup])
+      assert.ok(docs.includes(s), `docs mention ${s}`);
+    for (const s of [`${base}/lds/draw`, `${base}/lds/balance/topup`, `${base}/lds/balance`, ctx.addresses.docs_url, `${base}/specification`, '/.well-known/agent-card.json', '/.well-known/svc-catalog.json'])
+      assert.ok(llms.includes(s), `llms.txt mentions ${s}`);
+    assert.match(llms, /^# .+\n\n> .+\n/);
+    // every problem type of the OpenAPI contract is documented, with its status
+    const problem = (openApiDocument(ctx) as any).components.schemas.Problem;
+    assert.ok(problem.properties.type.enum.length > 0);
+    for (const type of problem.properties.type.enum) assert.match(docs, new RegExp(`\\| \`${type}\` \\| \\d{3} \\| \\S`), `docs: problem type ${type}`);
+  });
+
+  test(`pages carry every product's counts, prices, licences and health: ${label}`, () => {
+    const ctx = emitContext(cat, addresses(), store(), BUILT_AT);
+    const files = render(ctx);
+    const index = file(files, 'index.html').body;
+    for (const p of ctx.catalogue.products) {
+      const start = index.indexOf(`<tr id="product-${p.product_id}"`);
+      assert.ok(start > 0, `index row of ${p.product_id}`);
+      const row = index.slice(start, index.indexOf('</tr>', start));
+      assert.ok(row.includes(`>${groupDigits(p.live_unit_count)}<`), `${p.product_id}: units`);
+      assert.ok(row.includes(`>${groupDigits(p.live_row_count)}<`), `${p.product_id}: rows`);
+      assert.ok(row.includes(`>${p.pricing.draw_unit_price}<`));
+      assert.ok(row.includes(`>${p.pricing.bulk_annual_price}<`));
+      assert.ok(row.includes(esc(p._health.rollup_reason)));
+      assert.ok(row.includes(`href="products/${p.product_id}.html"`));
+      const page = file(files, `products/${p.product_id}.html`).body;
+      assert.ok(page.includes(`id="live-unit-count">${groupDigits(p.live_unit_count)}<`));
+      assert.ok(page.includes(`id="bulk-annual-price">${p.pricing.bulk_annual_price}<`));
+      for (const b of p.licence_basis) if (b.attribution) assert.ok(page.includes(esc(b.attribution)), `${p.product_id}: attribution of ${b.source}`);
+      assert.ok(page.includes(`href="${esc(p.dcat_url)}"`));
+      assert.ok(page.includes('href="../index.html"'));
+    }
+  });
+}
+
+test('pages are self-contained, accessible and balanced', () => {
+  const ctx = emitContext(cat, addresses(), syntheticStore(), BUILT_AT);
+  for (const f of emitHtml(ctx)) {
+    const b = f.body;
+    assert.ok(b.startsWith('<!doctype html>\n<html lang="en">'), f.path);
+    assert.ok(b.includes('<meta charset="utf-8">'), f.path);
+    assert.is((b.match(/<h1[ >]/g) ?? []).length, 1, `${f.path}: one h1`);
+    assert.not.match(b, /<script|<img|<iframe|@import|url\(/i, `${f.path}: no scripts or external assets`);
+    assert.not.match(b, /<link rel="stylesheet"/, f.path);
+    assert.not.match(b, /<th(?=[ >])(?![^>]*scope=)[^>]*>/, `${f.path}: every th has a scope`);
+    for (const tag of ['html', 'head', 'body', 'main', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'section', 'ul', 'ol', 'li', 'dl', 'details', 'a', 'code', 'p'])
+      assert.is((b.match(new RegExp(`<${tag}[ >]`, 'g')) ?? []).length, (b.match(new RegExp(`</${tag}>`, 'g')) ?? []).length, `${f.path}: <${tag}> balanced`);
+  }
+});
+
+test('text from catalog-src is escaped in HTML and Markdown tables', () => {
+  const hostile = '<script>alert("x")</script> & \'q\' | pipe';
+  const evil: CatalogSrc = { ...cat, products: cat.products.map((p, i) => (i === 0 ? { ...p, title: hostile, description: hostile } : p)) };
+  const ctx = emitContext(evil, addresses(), empty(), BUILT_AT);
+  for (const f of emitHtml(ctx)) {
+    assert.not.ok(f.body.includes('<script>'), `${f.path}: raw markup`);
+  }
+  const index = emitHtml(ctx).find((f) => f.path === 'index.html')!.body;
+  assert.ok(index.includes('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39; | pipe'));
+  const docs = renderDocs(ctx);
+  const row = docs.split('\n').find((l) => l.startsWith(`| [\`${evil.products[0]!.product_id}\`]`))!;
+  assert.ok(row.includes('\\| pipe'), 'pipes escaped in Markdown table cells');
+  assert.is(esc(`a&b<c>"d"'e'`), 'a&amp;b&lt;c&gt;&quot;d&quot;&#39;e&#39;');
+});
+
+test('same inputs give byte-identical documents', () => {
+  const a = render(emitContext(cat, addresses(), syntheticStore(), BUILT_AT));
+  const b = render(emitContext(cat, addresses(), syntheticStore(), BUILT_AT));
+  assert.equal(a, b);
+});
+
+test('extra documentation sections go between the HTTP flow and the errors', () => {
+  const ctx = emitContext(cat, addresses(), empty(), BUILT_AT);
+  BUYING_CHANNEL_SECTIONS.push({ title: 'Buying through Test', render: () => 'test channel body' });
+  try {
+    const titles = docSections().map((s) => s.title);
+    assert.ok(titles.indexOf('Buying through Test') > titles.indexOf('Read your balance'));
+    assert.ok(titles.indexOf('Buying through Test') < titles.indexOf('Errors'));
+    const docs = renderDocs(ctx);
+    assert.ok(docs.includes(`- [Buying through Test](#${anchor('Buying through Test')})`));
+    assert.ok(docs.includes('## Buying through Test\n\ntest channel body'));
+    assert.ok(docs.indexOf('## Buying through Test') < docs.indexOf('## Errors'));
+  } finally {
+    BUYING_CHANNEL_SECTIONS.pop();
+  }
+  for (const s of docSections()) assert.ok(renderDocs(ctx).includes(`## ${s.title}\n`), s.title);
+});
+
+test.run();

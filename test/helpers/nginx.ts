@@ -1,0 +1,202 @@
+// Real nginx serving a built dist/ with the generated include (dist/_nginx/lds.conf), for the
+// hosting tests. The harness config is ours (ports, pid, logs, temp paths in a temp folder);
+// everything about the published paths comes from the include the build wrote.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createConnection, createServer } from 'node:net';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+import { build, type BuildResult } from '../../generator/build.ts';
+import { localAddresses } from '../../generator/addresses.ts';
+import { loadCatalogSrc } from '../../generator/load.ts';
+import { CATALOG_SRC, tempDir } from './build.ts';
+
+export const NGINX_BIN = process.env.NGINX_BIN ?? '/usr/sbin/nginx';
+
+/** Throws (never skips) when nginx is missing: CI installs it. */
+export function requireNginx(): string {
+  if (!existsSync(NGINX_BIN))
+    throw new Error(
+      `nginx not found at ${NGINX_BIN}. The hosting tests run the real nginx binary: install it with ` +
+        '`apt-get update && apt-get install -y nginx` (Debian; .ci/run does this), or set NGINX_BIN to its path.',
+    );
+  return NGINX_BIN;
+}
+
+/** A port nothing listens on right now (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection({ host: '127.0.0.1', port });
+    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('error', () => resolve(false));
+  });
+}
+
+export interface Nginx {
+  origin: string; // http://127.0.0.1:<port>
+  port: number;
+  dir: string; // harness folder: nginx.conf, logs, temp paths
+  stop(): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/** The harness config: one server on 127.0.0.1:port whose root is distDir, including the generated rules. */
+export function nginxConf(distDir: string, port: number, dir: string): string {
+  // As root, workers would drop to `nobody`, which cannot read a mkdtemp (0700) folder.
+  const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : '';
+  return `${user}daemon off;
+master_process on;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 64; }
+http {
+  access_log ${dir}/access.log;
+  client_body_temp_path ${dir}/tmp/client_body;
+  proxy_temp_path ${dir}/tmp/proxy;
+  fastcgi_temp_path ${dir}/tmp/fastcgi;
+  uwsgi_temp_path ${dir}/tmp/uwsgi;
+  scgi_temp_path ${dir}/tmp/scgi;
+  default_type application/octet-stream;
+  server {
+    listen 127.0.0.1:${port};
+    server_name localhost;
+    root ${distDir};
+    include ${distDir}/_nginx/lds.conf;
+  }
+}
+`;
+}
+
+/** Starts nginx on `port` serving distDir; resolves once it accepts connections. */
+export async function startNginx(distDir: string, port: number): Promise<Nginx> {
+  const bin = requireNginx();
+  const dir = await tempDir('nginx');
+  await mkdir(join(dir, 'tmp'), { recursive: true });
+  const conf = join(dir, 'nginx.conf');
+  await writeFile(conf, nginxConf(distDir, port, dir));
+
+  // Check the config first so a bad generated include fails with nginx's own message.
+  const check = await run(bin, ['-t', '-p', dir, '-c', conf, '-e', join(dir, 'error.log')]);
+  if (check.code !== 0) throw new Error(`nginx -t rejected the config:\n${check.output}\n--- nginx.conf ---\n${await readFile(conf, 'utf8')}`);
+
+  const child = spawn(bin, ['-p', dir, '-c', conf, '-e', join(dir, 'error.log')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => { running.delete(child); resolve(code); }));
+  let dead = false;
+  void exited.then(() => (dead = true));
+
+  const deadline = Date.now() + 10_000;
+  while (!(await canConnect(port))) {
+    if (dead || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      const log = await readFile(join(dir, 'error.log'), 'utf8').catch(() => '');
+      throw new Error(`nginx did not start on port ${port}${dead ? ' (it exited)' : ''}:\n${output}\n${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    port,
+    dir,
+    async stop() {
+      if (dead) return;
+      child.kill('SIGQUIT'); // graceful shutdown
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+function run(bin: string, args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    child.on('error', (err) => resolve({ code: -1, output: String(err) }));
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+export interface HostedDist {
+  nginx: Nginx;
+  distDir: string;
+  build: BuildResult;
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds dist/ (no unit store) for the address nginx will answer at, then serves it.
+ * The catalogue's own links therefore point at this nginx.
+ */
+export async function buildAndServe(): Promise<HostedDist> {
+  requireNginx();
+  const port = await freePort();
+  const distDir = join(await tempDir('hosted'), 'dist');
+  const cat = await loadCatalogSrc(CATALOG_SRC);
+  const result = await build({
+    srcDir: CATALOG_SRC,
+    outDir: distDir,
+    storeRoot: join(distDir, '..', 'store'),
+    noStore: true,
+    addresses: localAddresses(`http://127.0.0.1:${port}`, cat.settings.addresses.publisher_url),
+  });
+  const nginx = await startNginx(distDir, port);
+  return { nginx, distDir, build: result, stop: () => nginx.stop() };
+}
+
+export interface HeaderRule {
+  path: string;
+  headers: [string, string][];
+}
+
+/** Parses dist/_headers (Netlify/Cloudflare Pages format): a path line, then indented `Name: value` lines. */
+export function parseHeadersFile(text: string): HeaderRule[] {
+  const rules: HeaderRule[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    if (/^\s/.test(line)) {
+      const m = /^\s+([^:]+):\s?(.*)$/.exec(line);
+      if (!m || rules.length === 0) throw new Error(`_headers: cannot read line ${JSON.stringify(line)}`);
+      rules[rules.length - 1]!.headers.push([m[1]!.trim(), m[2]!]);
+    } else rules.push({ path: line.trim(), headers: [] });
+  }
+  return rules;
+}
+
+/**
+ * uvu swallows an error thrown by a `before` hook (no message, exit code 0). Wrap the hook's work
+ * in this so the reason is printed and the process fails.
+ */
+export async function failLoudly<T>(setup: () => Promise<T>): Promise<T> {
+  try {
+    return await setup();
+  } catch (err) {
+    console.error(`\n  SETUP FAILED: ${(err as Error).message}\n`);
+    process.once('exit', () => (process.exitCode = 1)); // uvu sets the exit code itself at the end
+    throw err;
+  }
+}
