@@ -1,0 +1,135 @@
+// Shared by the agent suites (test/agents-*.test.ts): the real service (startServer over a real
+// build of catalog-src, real LevelDB, the sandbox MPP processor) with the MCP and A2A endpoints
+// mounted as `lds serve` mounts them, on a port chosen before the build so the published agent
+// card, catalogue and docs name the very server the clients talk to.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Mppx, stripe } from 'mppx/client';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { build } from '../../generator/build.ts';
+import { localAddresses } from '../../generator/addresses.ts';
+import { loadConfig } from '../../payments/config.ts';
+import { createLogger, startServer, type RunningServer } from '../../payments/serve.ts';
+import { mountAgents } from '../../payments/agents-mount.ts';
+import { CATALOG_SRC } from './build.ts';
+
+export interface AgentService {
+  running: RunningServer;
+  origin: string; // http://127.0.0.1:<port>
+  base: string; // <origin>/v1
+  mcpUrl: string;
+  root: string;
+  dist: string;
+  store: string;
+  catalogue: any;
+  card: any;
+  close(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startAgentService(): Promise<AgentService> {
+  const root = await mkdtemp(join(tmpdir(), 'lds-agents-'));
+  const dist = join(root, 'dist');
+  const store = join(root, 'store');
+  let lastErr: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    const addresses = localAddresses(origin, 'https://publisher.example');
+    await build({ srcDir: CATALOG_SRC, outDir: dist, storeRoot: store, addresses, sourceDateEpoch: 1767225600 });
+    const env = { LDS_DIST_DIR: dist, LDS_STORE_DIR: store, LDS_VAR_DIR: join(root, `var-${attempt}`), LDS_RATE_LIMIT_RPS: '0' };
+    try {
+      const config = await loadConfig({ port, host: '127.0.0.1' }, env);
+      const running = await startServer(config, { logger: createLogger('silent'), env, mount: mountAgents });
+      const catalogue = JSON.parse(await readFile(join(dist, 'v1/lds/_catalog'), 'utf8'));
+      const card = JSON.parse(await readFile(join(dist, '.well-known/agent-card.json'), 'utf8'));
+      return {
+        running,
+        origin,
+        base: `${origin}/v1`,
+        mcpUrl: addresses.mcp_url,
+        root,
+        dist,
+        store,
+        catalogue,
+        card,
+        close: async () => {
+          await running.close();
+          await rm(root, { recursive: true, force: true });
+        },
+      };
+    } catch (err) {
+      lastErr = err; // the port was taken between probing and listening: try another
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    }
+  }
+  throw lastErr;
+}
+
+/** The official MCP client over Streamable HTTP, optionally sending a balance token as Bearer. */
+export async function mcpClient(mcpUrl: string, token?: string): Promise<Client> {
+  const client = new Client({ name: 'agents-test', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined);
+  await client.connect(transport);
+  return client;
+}
+
+/** A raw JSON-RPC POST (for what an SDK client would never send). */
+export async function rawPost(url: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string; headers: Headers }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, text, headers: res.headers };
+}
+
+/** Unit equality across channels: same refs and same content, in the same order. */
+export function unitKey(units: { ref: string; rows: unknown; citation: unknown; licence: unknown }[]): string {
+  return JSON.stringify(units.map((u) => [u.ref, u.rows, u.citation, u.licence]));
+}
+
+export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** Tops up through MPP with the official mppx client (402 challenge -> credential with a test SPT -> 200). */
+export async function topUp(base: string, amount = '5.00', spt = 'spt_test_123'): Promise<string> {
+  const mppx = Mppx.create({ polyfill: false, methods: [stripe.charge({ paymentMethod: 'pm_card_visa', createToken: async () => spt })] });
+  const res = await mppx.fetch(`${base}/lds/balance/topup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ amount, currency: 'EUR' }) });
+  const body = (await res.json()) as { balance_token?: string };
+  if (res.status !== 200 || !body.balance_token) throw new Error(`top-up failed: ${res.status} ${JSON.stringify(body)}`);
+  return body.balance_token;
+}
+
+export async function balanceOf(base: string, token: string): Promise<string> {
+  const res = await fetch(`${base}/lds/balance`, { headers: bearer(token) });
+  if (res.status !== 200) throw new Error(`balance read failed: ${res.status}`);
+  return ((await res.json()) as { balance: string }).balance;
+}
+
+/** Unit references of a product, as the HTTP API resolves a query for it (up to `limit`). */
+export async function refsOf(base: string, productId: string, query: string, limit = 100): Promise<string[]> {
+  const res = await postJson(`${base}/lds/draw`, { product_id: productId, query, limit });
+  const body = (await res.json()) as { resolved_units?: string[] };
+  if (res.status !== 402 || !body.resolved_units) throw new Error(`quote failed: ${res.status} ${JSON.stringify(body)}`);
+  return body.resolved_units;
+}
