@@ -66,7 +66,8 @@ export function expectedCounts(cat: CatalogSrc): Expected {
       let units = 0;
       let rows = 0;
       if (!src.held && src.ruling) {
-        const routedHere = (celex: string) => (actProducts.get(celex) ?? []).includes(p.product_id);
+        // a source marked `routed` sells only the acts the product's EuroVoc rule selects; otherwise every act
+        const routedHere = (celex: string) => !src.routed || (actProducts.get(celex) ?? []).includes(p.product_id);
         if (source === 'eu.eurlex') for (const x of paragraphs.filter((x) => routedHere(x.celex_id))) { units++; rows += x.langs.length; }
         if (source === 'eu.aligned_paragraphs') rows = units = paragraphs.filter((x) => routedHere(x.celex_id)).length;
         if (source === 'fi.finlex') rows = units = provisions;
