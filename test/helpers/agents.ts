@@ -6,7 +6,6 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Mppx, stripe } from 'mppx/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { build } from '../../generator/build.ts';
@@ -105,26 +104,9 @@ export function unitKey(units: { ref: string; rows: unknown; citation: unknown; 
   return JSON.stringify(units.map((u) => [u.ref, u.rows, u.citation, u.licence]));
 }
 
-export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-}
-
-export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-
-/** Tops up through MPP with the official mppx client (402 challenge -> credential with a test SPT -> 200). */
-export async function topUp(base: string, amount = '5.00', spt = 'spt_test_123'): Promise<string> {
-  const mppx = Mppx.create({ polyfill: false, methods: [stripe.charge({ paymentMethod: 'pm_card_visa', createToken: async () => spt })] });
-  const res = await mppx.fetch(`${base}/lds/balance/topup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ amount, currency: 'EUR' }) });
-  const body = (await res.json()) as { balance_token?: string };
-  if (res.status !== 200 || !body.balance_token) throw new Error(`top-up failed: ${res.status} ${JSON.stringify(body)}`);
-  return body.balance_token;
-}
-
-export async function balanceOf(base: string, token: string): Promise<string> {
-  const res = await fetch(`${base}/lds/balance`, { headers: bearer(token) });
-  if (res.status !== 200) throw new Error(`balance read failed: ${res.status}`);
-  return ((await res.json()) as { balance: string }).balance;
-}
+// HTTP buyer helpers are the service tests' own, so both suites top up and read balances the same way.
+import { postJson } from './service-harness.ts';
+export { balanceOf, bearer, postJson, topUp } from './service-harness.ts';
 
 /** Unit references of a product, as the HTTP API resolves a query for it (up to `limit`). */
 export async function refsOf(base: string, productId: string, query: string, limit = 100): Promise<string[]> {

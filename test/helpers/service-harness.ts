@@ -82,7 +82,7 @@ export function mppxClient(spt = 'spt_test_journey') {
 }
 
 /** Tops up through MPP (402 challenge -> credential -> 200); returns the new balance token. */
-export async function topUp(base: string, amount: string, spt = 'spt_test_topup'): Promise<string> {
+export async function topUp(base: string, amount = '5.00', spt = 'spt_test_topup'): Promise<string> {
   const res = await mppxClient(spt).fetch(`${base}/lds/balance/topup`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
