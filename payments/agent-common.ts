@@ -2,6 +2,7 @@
 // body from a raw Koa request, the balance token from `Authorization: Bearer`, the draw-request
 // shapes agents send, and turning any thrown error into RFC 9457 problem details. Both adapters
 // are thin: every amount, unit and refusal comes from the DrawService, as on the HTTP API.
+import { QUOTE_ID_MAX_LENGTH } from './quote.ts';
 import type { Context } from 'koa';
 import * as z from 'zod';
 import type { DrawRequest } from './draw-service.ts';
@@ -95,7 +96,7 @@ export const FALLBACK_BOUNDS: AgentBounds = { maxUnits: 1000, maxLimit: 1000, de
 
 export const productIdSchema = z.string().min(1).max(64).describe('The product id (also the A2A skill id), e.g. "svc-language-eu". list_products names them all.');
 export const currencySchema = z.string().min(1).max(16).describe('Currency of the quote; only "EUR" is accepted (the default).');
-export const quoteIdSchema = z.string().min(1).max(1024).describe('The quote_id of the quote being paid (from quote_draw, A2A or the HTTP 402).');
+export const quoteIdSchema = z.string().min(1).max(QUOTE_ID_MAX_LENGTH).describe('The quote_id of the quote being paid (from quote_draw, A2A or the HTTP 402).');
 export const balanceTokenSchema = z
   .string()
   .min(1)

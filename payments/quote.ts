@@ -39,6 +39,11 @@ export interface QuoteRequestShape {
 
 const PREFIX = 'q1';
 
+/** Longest quote_id accepted anywhere (OpenAPI, MCP, A2A); the ledger keys claims on it. Issued ones are ~300. */
+export const QUOTE_ID_MAX_LENGTH = 512;
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+const MAC_TEXT = /^[A-Za-z0-9_-]{43}$/; // 32 bytes of HMAC-SHA256, unpadded
+
 const b64 = (b: Buffer | string) => Buffer.from(b).toString('base64url');
 
 /** Sorted, de-duplicated unit references: the form a quote binds and a receipt describes. */
@@ -82,11 +87,16 @@ export class QuoteSigner {
 
   /** The payload of a genuine quote_id, or null if it is malformed or its mac does not verify. */
   verify(quoteId: string): QuotePayload | null {
-    if (typeof quoteId !== 'string' || quoteId.length > 1024) return null;
+    if (typeof quoteId !== 'string' || quoteId.length > QUOTE_ID_MAX_LENGTH) return null;
     const parts = quoteId.split('.');
     if (parts.length !== 3 || parts[0] !== PREFIX) return null;
     const [, body, mac] = parts;
+    // Only the exact encoding we issue: Node's base64url decoder ignores stray characters and the
+    // unused low bits of the last one, so "<mac>=" or a changed last character would decode to the
+    // same MAC while being a different string - a different key for the ledger's exactly-once claim.
+    if (!BASE64URL.test(body) || !MAC_TEXT.test(mac)) return null;
     const given = Buffer.from(mac, 'base64url');
+    if (given.toString('base64url') !== mac) return null;
     const expected = this.mac(body);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
     try {

@@ -136,6 +136,23 @@ test('a quote paid from one balance is refused to another (409), nothing debited
   assert.is(await balanceOf(srv.base, a), '4.98');
 });
 
+test('a second spelling of a paid quote_id is refused, never debited again, never a 5xx', async () => {
+  const token = await topUp(srv.base, '5.00');
+  const other = await topUp(srv.base, '5.00');
+  const draw = { product_id: PRODUCT, units: refs.slice(50, 53) };
+  const q = (await (await postJson(`${srv.base}/lds/draw`, draw)).json()) as any;
+  assert.is((await postJson(`${srv.base}/lds/draw`, { ...draw, quote_id: q.quote_id }, bearer(token))).status, 200);
+  for (const [who, id] of [[token, `${q.quote_id}=`], [other, `${q.quote_id}==`], [token, `${q.quote_id}${'!'.repeat(400)}`], [token, `${q.quote_id}${'!'.repeat(1000)}`]] as const) {
+    const res = await postJson(`${srv.base}/lds/draw`, { ...draw, quote_id: id }, bearer(who));
+    assert.is(res.status, 400, `${id.length} chars`);
+    assert.is(res.headers.get('content-type'), 'application/problem+json');
+    const type = ((await res.json()) as any).type;
+    assert.ok([`${PROBLEM_BASE}quote-tampered`, `${PROBLEM_BASE}malformed-request`].includes(type), type);
+  }
+  assert.is(await balanceOf(srv.base, token), '4.97');
+  assert.is(await balanceOf(srv.base, other), '5.00');
+});
+
 test('changing any bound field is refused as tampered (400), nothing debited', async () => {
   const token = await topUp(srv.base, '5.00');
   const draw = { product_id: PRODUCT, units: refs.slice(40, 44) };

@@ -42,6 +42,19 @@ test('quotes: signed, verified, unique per request, refused when altered or sign
   assert.throws(() => new QuoteSigner(Buffer.from('short')));
 });
 
+test('only the exact quote_id issued verifies: no second spelling of one quote', () => {
+  const s = new QuoteSigner(KEY);
+  const a = s.sign(payload);
+  const [, body, mac] = a.split('.');
+  const last = mac[mac.length - 1];
+  // characters that decode to the same last byte (base64url has 2 unused low bits at the end)
+  const sameBytes = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'.split('').filter((c) => c !== last && Buffer.from(mac.slice(0, -1) + c, 'base64url').equals(Buffer.from(mac, 'base64url')));
+  assert.ok(sameBytes.length > 0, 'the decoder really is lenient, so the check matters');
+  const variants = [`${a}=`, `${a}==`, `${a}!!!`, `${a}*`, `q1.${body}.${mac.slice(0, -1)}${sameBytes[0]}`, `q1.${body}=.${mac}`, `q1.${body}.${mac}${'!'.repeat(600)}`];
+  for (const v of variants) assert.is(s.verify(v), null, v.slice(-12));
+  assert.ok(s.verify(a));
+});
+
 test('quotes bind units as a set, and query + limit', () => {
   assert.equal(canonicalUnits(['b', 'a', 'b']), ['a', 'b']);
   const d = (u: string[]) => requestDigest({ product_id: 'p', units: u }, 10).digest;

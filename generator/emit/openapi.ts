@@ -71,7 +71,7 @@ const schemas: Record<string, unknown> = {
       units: { type: 'array', minItems: 1, maxItems: DRAW_BOUNDS.maxUnits, items: { $ref: '#/components/schemas/UnitRef' }, description: `1 to ${DRAW_BOUNDS.maxUnits} unit references; duplicates count once. Give either \`units\` or \`query\`.` },
       query: { type: 'string', minLength: 1, maxLength: DRAW_BOUNDS.maxQueryChars, description: 'Full-text query over the product\'s English text (BM25). It is resolved to a unit list when the quote is made.' },
       limit: { type: 'integer', minimum: 1, maximum: DRAW_BOUNDS.maxLimit, default: 10, description: 'With `query`: how many units at most (default 10).' },
-      quote_id: { type: 'string', minLength: 1, maxLength: 1024, description: 'The `quote_id` of a 402 quote, when paying it.' },
+      quote_id: { type: 'string', minLength: 1, maxLength: 512, description: 'The `quote_id` of a 402 quote, when paying it.' },
     },
     oneOf: [
       { required: ['units'], not: { anyOf: [{ required: ['query'] }, { required: ['limit'] }] } },
