@@ -55,6 +55,8 @@ export interface TopupRecord {
   created_balance: boolean;
   balance_after_cents: number;
   at: string;
+  /** SHA-256 of the exact MPP credential that paid: only that credential may ask for the answer again */
+  credential_sha256?: string;
 }
 
 export interface DrawRecord {

@@ -72,7 +72,8 @@ export interface CreditTopupInput {
   /** MPP challenge id (credits at most once) */
   challengeId: string;
   /** processor payment reference, e.g. the Stripe PaymentIntent id (credits at most once) */
-  paymentRef: string;
+  paymentRef: string;  /** SHA-256 of the MPP credential, kept so the same credential resent can be answered again */
+  credentialSha256?: string;
 }
 
 export type CreditTopupResult =
@@ -265,6 +266,7 @@ export class Ledger {
             created_balance: input.createBalance,
             balance_after_cents: after,
             at,
+            ...(input.credentialSha256 ? { credential_sha256: input.credentialSha256 } : {}),
           };
           const txn = txnOf.topup(topupId);
           const newBal: BalanceRecord = { ...bal, cents: after, last_seq: creditSeq };

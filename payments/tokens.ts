@@ -4,7 +4,7 @@
 // keeps only its SHA-256, so a copy of the ledger cannot be used to spend anyone's balance, and the
 // hash doubles as the balance id inside the ledger. Tokens never go into logs or URLs: callers log
 // at most `tokenHint(hash)`.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const BALANCE_TOKEN_PREFIX = 'lds_bal_';
 const TOKEN_BYTES = 32; // 256 bits
@@ -21,6 +21,17 @@ export interface NewToken {
 
 export function newBalanceToken(): NewToken {
   const token = BALANCE_TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString('base64url');
+  return { token, hash: hashToken(token) };
+}
+
+/**
+ * The token of a balance created by a top-up: an HMAC of the MPP challenge id under the server's
+ * secret. Without the secret it is as unguessable as 256 random bits; with it the service can give a
+ * buyer who lost the 200 answer the same token again when they resend the very same credential
+ * (see topup.ts), instead of stranding money they paid. Domain-separated from the challenge MAC.
+ */
+export function balanceTokenForChallenge(secret: string, challengeId: string): NewToken {
+  const token = BALANCE_TOKEN_PREFIX + createHmac('sha256', secret).update(`lds balance token\0${challengeId}`).digest('base64url');
   return { token, hash: hashToken(token) };
 }
 

@@ -27,7 +27,11 @@ import { LedgerUnavailableError, type Ledger, type LoggerLike } from './ledger.t
 import { Problem, PROBLEM_CONTENT_TYPE } from './problem.ts';
 import { observeCharges, redactTokens, type ChargeObservation } from './processors/observe.ts';
 import type { PaymentProcessor } from './processors/types.ts';
-import { bearerToken, hashToken, newBalanceToken, tokenHint } from './tokens.ts';
+import { createHash } from 'node:crypto';
+import type { TopupRecord } from './ledger-schema.ts';
+import { balanceTokenForChallenge, bearerToken, hashesEqual, hashToken, tokenHint } from './tokens.ts';
+
+const sha256Hex = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
 export const TOPUP_PATH = '/v1/lds/balance/topup';
 export const TOPUP_CURRENCY = 'EUR';
@@ -131,7 +135,11 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
         inflight.add(challengeId);
       }
       try {
-        if (challengeId && (await ledger.findTopupByChallenge(challengeId))) throw alreadyCredited();
+        const prior = challengeId ? await ledger.findTopupByChallenge(challengeId) : null;
+        if (prior) {
+          await answerAgain(ctx, prior, target, ctx.get(credentialHeader));
+          return;
+        }
         const handle = server.charge({ amount: formatCents(cents), description: `Prepaid balance top-up ${formatCents(cents)} ${TOPUP_CURRENCY}`, expires: new Date(Date.now() + ttlMinutes * 60_000) });
         const { value: result, observation } = await observed.observe(() => handle(toFetchRequest(ctx, credentialHeader)));
 
@@ -140,7 +148,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
           const receiptHeader = result.withReceipt(new Response(null)).headers.get('Payment-Receipt');
           if (!receiptHeader || !challengeId) throw new Error('mppx accepted a credential without a receipt or a verifiable challenge id');
           const receipt = Receipt.deserialize(receiptHeader);
-          await credit(ctx, { cents, target, challengeId, paymentRef: receipt.reference, receiptHeader });
+          await credit(ctx, { cents, target, challengeId, paymentRef: receipt.reference, receiptHeader, credential: ctx.get(credentialHeader) });
           return;
         }
 
@@ -149,7 +157,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
         if (challengeId && r && r.replayed && r.status === 'succeeded' && r.amount === cents && (r.currency ?? 'eur').toLowerCase() === 'eur') {
           logger?.warn({ challenge: short(challengeId), payment: r.id }, 'top-up: crediting an idempotent replay of an uncredited payment');
           const receiptHeader = Receipt.serialize(Receipt.from({ method: 'stripe', status: 'success', reference: r.id, timestamp: new Date().toISOString() }));
-          await credit(ctx, { cents, target, challengeId, paymentRef: r.id, receiptHeader });
+          await credit(ctx, { cents, target, challengeId, paymentRef: r.id, receiptHeader, credential: ctx.get(credentialHeader) });
           return;
         }
         await refuse(ctx, result.challenge, observation, challengeId, cents, Boolean(ctx.get(credentialHeader)));
@@ -163,9 +171,9 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
 
   async function credit(
     ctx: Context,
-    p: { cents: number; target: { hash: string; create: boolean }; challengeId: string; paymentRef: string; receiptHeader: string },
+    p: { cents: number; target: { hash: string; create: boolean }; challengeId: string; paymentRef: string; receiptHeader: string; credential: string },
   ): Promise<void> {
-    const fresh = p.target.create ? newBalanceToken() : null;
+    const fresh = p.target.create ? balanceTokenForChallenge(secretKey, p.challengeId) : null;
     const result = await ledger.creditTopup({
       tokenHash: fresh ? fresh.hash : p.target.hash,
       createBalance: p.target.create,
@@ -174,6 +182,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
       processor: processor.name,
       challengeId: p.challengeId,
       paymentRef: p.paymentRef,
+      credentialSha256: sha256Hex(p.credential),
     });
     if (result.kind === 'already_credited') throw alreadyCredited();
     if (result.kind !== 'ok') {
@@ -190,6 +199,26 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
     };
     ctx.status = 200;
     ctx.set('Payment-Receipt', p.receiptHeader);
+    ctx.set('Cache-Control', 'no-store, private');
+    ctx.body = body;
+  }
+
+  /**
+   * A credential whose challenge is already credited. When it is the very credential that paid (the
+   * buyer lost our 200 and resent it, as the 503/502 answers tell them to), answer again - the same
+   * balance token, the current balance, the same receipt - and credit nothing. Anything else: 409.
+   */
+  async function answerAgain(ctx: Context, prior: TopupRecord, target: { hash: string; create: boolean }, credential: string): Promise<void> {
+    const same = prior.credential_sha256 !== undefined && hashesEqual(prior.credential_sha256, sha256Hex(credential));
+    if (!same || prior.created_balance !== target.create || (!target.create && !hashesEqual(prior.token_hash, target.hash))) throw alreadyCredited();
+    const token = prior.created_balance ? balanceTokenForChallenge(secretKey, prior.challenge_id) : null;
+    if (token && !hashesEqual(token.hash, prior.token_hash)) throw alreadyCredited(); // minted under another secret
+    const bal = await ledger.getBalance(prior.token_hash);
+    if (!bal) throw alreadyCredited();
+    logger?.info({ challenge: short(prior.challenge_id), topup: prior.topup_id, balance: tokenHint(prior.token_hash) }, 'top-up: answered a resent credential again, nothing credited');
+    const body: TopupAnswer = { ...(token ? { balance_token: token.token } : {}), balance: formatCents(bal.cents), currency: TOPUP_CURRENCY };
+    ctx.status = 200;
+    ctx.set('Payment-Receipt', Receipt.serialize(Receipt.from({ method: 'stripe', status: 'success', reference: prior.payment_ref, timestamp: prior.at })));
     ctx.set('Cache-Control', 'no-store, private');
     ctx.body = body;
   }

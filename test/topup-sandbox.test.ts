@@ -77,7 +77,7 @@ test('official client: credential → 200 with a new balance token and Payment-R
   assert.not.ok(JSON.stringify(app.logs).includes(body.balance_token));
 });
 
-test('replaying the same credential credits nothing twice (sequential and concurrent)', async () => {
+test('the same credential resent is answered again (same token) and credits nothing twice; another credential for a credited challenge is 409', async () => {
   const first = await postJson(app.url, { amount: '6.00', currency: 'EUR' });
   assert.is(first.status, 402);
   const credential = await client('spt_test_123').createCredential(first);
@@ -86,17 +86,31 @@ test('replaying the same credential credits nothing twice (sequential and concur
   const ok = await postJson(app.url, { amount: '6.00', currency: 'EUR' }, { Authorization: credential });
   assert.is(ok.status, 200);
   const { balance_token } = await ok.json();
+  // the buyer lost that answer and resends the very same credential: same token, nothing credited
   const again = await postJson(app.url, { amount: '6.00', currency: 'EUR' }, { Authorization: credential });
-  assert.is(again.status, 409);
-  assert.is((await again.json()).type, PROBLEM_BASE + 'topup-already-credited');
+  assert.is(again.status, 200);
+  const againBody = await again.json();
+  assert.is(againBody.balance_token, balance_token);
+  assert.is(againBody.balance, '6.00');
+  assert.is(Receipt.fromResponse(again).reference, Receipt.fromResponse(ok).reference);
+  // someone holding only the challenge (another token, same challenge) learns nothing
+  const forged = await client('spt_test_999').createCredential(first);
+  const other = await postJson(app.url, { amount: '6.00', currency: 'EUR' }, { Authorization: forged });
+  assert.is(other.status, 409);
+  const otherBody = await other.json();
+  assert.is(otherBody.type, PROBLEM_BASE + 'topup-already-credited');
+  assert.not.ok(JSON.stringify(otherBody).includes(balance_token));
 
-  // a fresh challenge, its credential sent 8 times at once: exactly one credit
+  // a fresh challenge, its credential sent 8 times at once: exactly one credit, one token
   const second = await postJson(app.url, { amount: '7.00', currency: 'EUR' });
   const cred2 = await client('spt_test_456').createCredential(second);
   const results = await Promise.all(Array.from({ length: 8 }, () => postJson(app.url, { amount: '7.00', currency: 'EUR' }, { Authorization: cred2 })));
   const statuses = results.map((r) => r.status).sort();
-  assert.is(statuses.filter((s) => s === 200).length, 1, statuses.join(','));
+  assert.ok(statuses.includes(200), statuses.join(','));
   assert.ok(statuses.every((s) => s === 200 || s === 409), statuses.join(','));
+  const tokens = new Set((await Promise.all(results.filter((r) => r.status === 200).map((r) => r.json()))).map((b: any) => b.balance_token));
+  assert.is(tokens.size, 1, 'every 200 names the same balance');
+  assert.equal((await app.ledger.getBalance(hashToken([...tokens][0] as string)))?.cents, 700);
 
   assert.equal((await app.ledger.getBalance(hashToken(balance_token)))?.cents, 600);
   assert.ok(await app.ledger.findTopupByChallenge(challengeId));
@@ -223,7 +237,10 @@ test('recovery: a succeeded payment replayed by the processor but never credited
   assert.is(body.balance, '8.00');
   assert.ok(res.headers.get('payment-receipt'));
   const again = await postJson(app.url, { amount: '8.00', currency: 'EUR' }, { Authorization: credential });
-  assert.is(again.status, 409);
+  assert.is(again.status, 200); // answered again, not credited again
+  const againBody = await again.json();
+  assert.is(againBody.balance_token, body.balance_token);
+  assert.is(againBody.balance, '8.00');
   assert.equal(await app.ledger.verify(), []);
 });
 
