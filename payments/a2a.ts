@@ -128,9 +128,17 @@ class DrawRequestHandler extends DefaultRequestHandler {
 
 type DrawSchema = ReturnType<typeof agentDrawSchema>;
 
+/** The parts of MessageSendConfiguration we read; wrong types are the caller's error (-32602), not ours. */
+const configurationSchema = z
+  .object({ acceptedOutputModes: z.array(z.string()).optional(), blocking: z.boolean().optional(), historyLength: z.number().int().nonnegative().optional() })
+  .passthrough()
+  .optional();
+
 function prepare(params: MessageSendParams, context: ServerCallContext | undefined, drawSchema: DrawSchema): { params: MessageSendParams; context: ServerCallContext } {
   const m = messageSchema.safeParse((params as { message?: unknown }).message);
   if (!m.success) throw invalidParams(malformed(m.error, 'Invalid message', 'message'));
+  const conf = configurationSchema.safeParse((params as { configuration?: unknown }).configuration);
+  if (!conf.success) throw invalidParams(malformed(conf.error, 'Invalid configuration', 'configuration'));
   const accepted = params.configuration?.acceptedOutputModes;
   if (accepted && accepted.length && !accepted.some((x) => x === JSON_MODE || x === '*/*' || x === 'application/*')) {
     throw contentTypeError(`This agent answers in ${JSON_MODE} only; acceptedOutputModes was ${JSON.stringify(accepted)}.`);

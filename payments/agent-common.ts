@@ -63,7 +63,7 @@ export function balanceTokenOf(header: string | undefined): string | undefined {
 /** Problem details (JSON) for anything thrown by the service or an adapter. Never leaks internals. */
 export function problemOf(err: unknown): Record<string, unknown> {
   if (err instanceof Problem) return err.toJSON();
-  return new Problem(500, 'internal', 'Internal error', 'The request could not be completed; nothing was charged.').toJSON();
+  return new Problem(500, 'internal', 'Internal error', 'The request could not be completed. Retrying is safe: a paid draw is charged at most once per quote_id and a top-up credential at most once.').toJSON();
 }
 
 /**

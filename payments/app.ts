@@ -67,7 +67,7 @@ function problems(logger: Logger): Middleware {
         if (typeof status === 'number' && status >= 400 && status < 500) sendProblem(ctx, new Problem(status, status === 413 ? 'body-too-large' : 'malformed-request', 'Bad request', (err as Error).message));
         else {
           logger.error({ err, method: ctx.method, path: ctx.path }, 'unexpected error');
-          sendProblem(ctx, new Problem(500, 'internal', 'Internal error', 'The request could not be completed; nothing was charged.'));
+          sendProblem(ctx, new Problem(500, 'internal', 'Internal error', 'The request could not be completed. Retrying is safe: a paid draw is charged at most once per quote_id and a top-up credential at most once.'));
         }
       }
     }
@@ -98,6 +98,9 @@ function tokenOf(ctx: Context): string | undefined {
 export function createApp(o: AppOptions): { app: Koa; router: Router } {
   const app = new Koa();
   app.proxy = !!o.trustProxy;
+  // Behind our proxy, trust only the address it appended: the leftmost X-Forwarded-For entries are
+  // whatever the client sent, and would give every request a fresh rate-limit bucket.
+  if (app.proxy) app.maxIpsCount = 1;
   app.silent = true; // errors are logged by the problems middleware, with redaction
   const catalogue = o.service.catalogue();
   const baseUrl = catalogue.base_url;

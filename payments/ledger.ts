@@ -312,7 +312,9 @@ export class Ledger {
     this.assertUsable();
     if (!isTokenHash(tokenHash)) return null;
     await this.committer.flush();
-    const rec = this.balances.get(tokenHash) ?? ((await this.db.get(K.balance(tokenHash))) as BalanceRecord | undefined);
+    // Read what is on disk, not the in-memory view: a debit queued after the flush is already in
+    // the view but not yet durable, and a balance shown to a buyer must be one the ledger holds.
+    const rec = (await this.db.get(K.balance(tokenHash))) as BalanceRecord | undefined;
     if (!rec || !hashesEqual(rec.token_hash, tokenHash)) return null;
     return { cents: rec.cents, currency: rec.currency, createdAt: rec.created_at };
   }

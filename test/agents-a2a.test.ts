@@ -262,6 +262,7 @@ test('bad JSON-RPC: clear errors, never a 5xx, no balance change', async () => {
     ['unknown field', msg([data({ product_id: PRODUCT, query: QUERY, colour: 'red' })])],
     ['two data parts', msg([data({ product_id: PRODUCT, query: QUERY }), data({ product_id: PRODUCT, query: QUERY })]), 'message.parts'],
     ['data not an object', msg([{ kind: 'data', data: 'x' } as unknown as Part])],
+    ['acceptedOutputModes not an array', { ...msg([data({ product_id: PRODUCT, query: QUERY })]), configuration: { acceptedOutputModes: 'x' } }, 'configuration.acceptedOutputModes'],
   ];
   for (const [label, params, field] of wrong) {
     const r = await rawPost(a2aUrl, JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'message/send', ...(params === undefined ? {} : { params }) }), auth);

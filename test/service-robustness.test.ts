@@ -201,4 +201,21 @@ test('rate limit: 429 problem with Retry-After, per client', async () => {
   }
 });
 
+test('rate limit behind a proxy: a client cannot dodge it by inventing X-Forwarded-For entries', async () => {
+  await srv.close();
+  const proxied = await startTestServer(fx, { varDir: srv.varDir, env: { LDS_RATE_LIMIT_RPS: '1', LDS_RATE_LIMIT_BURST: '3', LDS_TRUST_PROXY: 'true' } });
+  srv = proxied;
+  const statuses: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    // what nginx forwards with $proxy_add_x_forwarded_for: the client's own header, then the real peer
+    const res = await postJson(`${proxied.base}/lds/draw`, { product_id: PRODUCT, units: refs.slice(0, 1) }, { 'x-forwarded-for': `198.51.100.${i}, 203.0.113.9` });
+    statuses.push(res.status);
+    await res.arrayBuffer();
+  }
+  assert.equal(statuses, [402, 402, 402, 429, 429]);
+  // another real peer has its own bucket
+  const other = await postJson(`${proxied.base}/lds/draw`, { product_id: PRODUCT, units: refs.slice(0, 1) }, { 'x-forwarded-for': '203.0.113.10' });
+  assert.is(other.status, 402);
+});
+
 test.run();
