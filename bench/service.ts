@@ -7,11 +7,16 @@
 //                                           draw record + entries in one synced LevelDB batch)
 // beside a raw loop of synced `level` batches (the same 6 puts a draw writes) on the same disk.
 // Goals: quote >= 60% of hello-world; paid draws/s >= raw synced batches/s (group commit).
-// Options (env): BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50).
+// Fairness: every target gets the same autocannon settings and a 1 s warm-up first (JIT, sockets);
+// both servers are child processes; the load generator (this process) shares the cores with them,
+// so each run also reports the CPU the server child and the load generator used (from
+// /proc/<pid>/stat and process.cpuUsage). A second Koa row reads and parses the quote request and
+// answers the 402 quote's exact bytes as a constant: the ceiling for any Koa service that must.
+// Options (env): BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50), BENCH_WARMUP (s, default 1).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpus, tmpdir, totalmem } from 'node:os';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Level } from 'level';
@@ -21,7 +26,7 @@ import { payTopup } from '../payments/topup.ts';
 
 // autocannon ships no types (and @types/autocannon is not a dependency): the slice used here.
 interface CannonResult {
-  requests: { average: number };
+  requests: { average: number; total: number };
   latency: { p50: number; p99: number };
   statusCodeStats?: Record<string, { count: number }>;
   errors: number;
@@ -33,6 +38,7 @@ const autocannon = ((await import(autocannonModule)) as { default: (o: CannonOpt
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1);
 const PRODUCT = 'svc-agriculture-eu';
 
 interface Figures {
@@ -41,6 +47,22 @@ interface Figures {
   p50: number;
   p99: number;
   non2xx?: string;
+  /** Server child CPU (user + system) per request, µs; undefined when not measured. */
+  serverUs?: number;
+  /** Load generator (this process) CPU during the run, % of one core. */
+  loadgenPct?: number;
+}
+
+/** CPU time (user + system) of a child process in ms, from /proc (Linux); undefined elsewhere. */
+async function childCpuMs(pid: number | undefined): Promise<number | undefined> {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return undefined;
+  }
 }
 
 function startChild(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ proc: ChildProcess; url: string }> {
@@ -58,21 +80,42 @@ function startChild(args: string[], env: Record<string, string>, ready: RegExp):
   });
 }
 
+// GET / answers 'hello world'. POST /same-bytes reads and parses the JSON body, then answers 402 with
+// whatever was last PUT there (one real quote): a service that does no work beyond Koa, the body
+// and the bytes of the answer.
 const HELLO = `
 import Koa from 'koa';
 const app = new Koa();
-app.use((ctx) => { ctx.body = 'hello world'; });
+let same = '{}';
+app.use(async (ctx) => {
+  if (ctx.path === '/same-bytes') {
+    let b = ''; for await (const c of ctx.req) b += c;
+    if (ctx.method === 'PUT') { same = b; ctx.status = 204; return; }
+    JSON.parse(b); ctx.status = 402; ctx.type = 'json'; ctx.body = same; return;
+  }
+  ctx.body = 'hello world';
+});
 const s = app.listen(0, '127.0.0.1', () => console.log('hello http://127.0.0.1:' + s.address().port));
 `;
 
-async function cannon(name: string, opts: CannonOptions, expect: number): Promise<Figures> {
+async function cannon(name: string, opts: CannonOptions, expect: number, server?: ChildProcess): Promise<Figures> {
+  if (WARMUP > 0) await autocannon({ connections: CONNECTIONS, duration: WARMUP, ...opts });
+  const cpu0 = await childCpuMs(server?.pid);
+  const self0 = process.cpuUsage();
+  const t0 = performance.now();
   const r = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts });
+  const wall = performance.now() - t0;
+  const self = process.cpuUsage(self0);
+  const cpu1 = await childCpuMs(server?.pid);
+  const total = r.requests.total;
   const statuses = Object.entries(r.statusCodeStats ?? {}).filter(([code]) => Number(code) !== expect);
   return {
     name,
     rps: r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
+    ...(cpu0 !== undefined && cpu1 !== undefined && total > 0 ? { serverUs: ((cpu1 - cpu0) * 1000) / total } : {}),
+    loadgenPct: ((self.user + self.system) / 1000 / wall) * 100,
     ...(statuses.length || r.errors ? { non2xx: `unexpected: ${statuses.map(([c, s]) => `${c}x${s.count}`).join(' ')} errors=${r.errors}` } : {}),
   };
 }
@@ -133,12 +176,17 @@ async function main() {
     }
 
     const results: Figures[] = [];
-    results.push(await cannon('hello-world Koa (GET)', { url: hello.url }, 200));
-    results.push(await cannon('GET /v1/lds/_catalog', { url: `${base}/lds/_catalog` }, 200));
-    results.push(await cannon('POST /v1/lds/draw, 402 quote (10 units)', { url: `${base}/lds/draw`, method: 'POST', headers: { 'content-type': 'application/json' }, body: drawBody }, 402));
+    // One real 402 answer, for the same-bytes hello-world row.
+    const sample = await (await fetch(`${base}/lds/draw`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: drawBody })).text();
+    await fetch(`${hello.url}/same-bytes`, { method: 'PUT', body: sample });
+
+    results.push(await cannon('hello-world Koa (GET)', { url: hello.url }, 200, hello.proc));
+    results.push(await cannon('GET /v1/lds/_catalog', { url: `${base}/lds/_catalog` }, 200, svc.proc));
+    results.push(await cannon('POST /v1/lds/draw, 402 quote (10 units)', { url: `${base}/lds/draw`, method: 'POST', headers: { 'content-type': 'application/json' }, body: drawBody }, 402, svc.proc));
+    const same = await cannon(`Koa POST, parse body, answer the quote's ${sample.length} bytes (no service)`, { url: `${hello.url}/same-bytes`, method: 'POST', headers: { 'content-type': 'application/json' }, body: drawBody }, 402, hello.proc);
 
     // Distinct quotes for every paid request, made beforehand over HTTP.
-    const wanted = Math.ceil(Math.max(2000, results[2].rps * SECONDS * 1.5));
+    const wanted = Math.ceil(Math.max(2000, results[2].rps * (SECONDS + WARMUP) * 1.5)); // the warm-up pays quotes too
     console.error(`preparing ${wanted} quotes…`);
     const quotes: string[] = [];
     const batch = 200;
@@ -168,6 +216,7 @@ async function main() {
         ],
       },
       200,
+      svc.proc,
     );
     results.push(paid);
     for (const p of children) p.kill('SIGTERM');
@@ -175,12 +224,20 @@ async function main() {
 
     const [hw, cat, quote, pay, raw] = results;
     console.log(`\nService benchmark — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${SECONDS}s per run, ${CONNECTIONS} connections\n`);
-    console.log('| run | requests/s | p50 ms | p99 ms |');
-    console.log('|---|---:|---:|---:|');
-    for (const r of results) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} |${r.non2xx ? ` ${r.non2xx}` : ''}`);
+    console.log('| run | requests/s | p50 ms | p99 ms | server CPU µs/req | load generator CPU |');
+    console.log('|---|---:|---:|---:|---:|---:|');
+    const rows = [hw, same, cat, quote, pay, raw];
+    for (const r of rows) {
+      const cpu = r.serverUs === undefined ? '' : r.serverUs.toFixed(0);
+      const gen = r.loadgenPct === undefined ? '' : `${r.loadgenPct.toFixed(0)}%`;
+      console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${cpu} | ${gen} |${r.non2xx ? ` ${r.non2xx}` : ''}`);
+    }
     console.log('');
     console.log(`catalogue GET / hello-world: ${((cat.rps / hw.rps) * 100).toFixed(0)}%`);
     console.log(`402 quote / hello-world:     ${((quote.rps / hw.rps) * 100).toFixed(0)}%  (goal >= 60%)`);
+    console.log(`Koa POST answering the quote's bytes / hello-world: ${((same.rps / hw.rps) * 100).toFixed(0)}%  (the ceiling for the quote)`);
+    console.log(`402 quote / that ceiling: ${((quote.rps / same.rps) * 100).toFixed(0)}%`);
+    if (hw.serverUs !== undefined && quote.serverUs !== undefined) console.log(`server CPU per request, quote / hello-world: ${(quote.serverUs / hw.serverUs).toFixed(1)}x`);
     console.log(`paid draws / raw synced batches: ${(pay.rps / raw.rps).toFixed(2)}x  (goal >= 1.00x)`);
   } finally {
     for (const p of children) if (p.exitCode === null) p.kill('SIGTERM');

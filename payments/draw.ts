@@ -13,7 +13,7 @@ import type { Unit, UnitStoreReader } from '../contract/store-format.ts';
 import type { BalanceView, DeliveredUnit, DrawRequest, DrawService, PaidDraw, Quote } from './draw-service.ts';
 import type { DrawRecord, Ledger, LoggerLike } from './ledger.ts';
 import { Problem } from './problem.ts';
-import { QuoteSigner, canonicalUnits, digest, requestDigest, type QuotePayload } from './quote.ts';
+import { QuoteSigner, canonicalUnits, digest, requestDigest, unitsDigests, type QuotePayload } from './quote.ts';
 import { hashToken, hashesEqual, isWellFormedToken, tokenHint } from './tokens.ts';
 import { UnitCache, canonicalArray, type CachedUnit } from './unit-cache.ts';
 import type { DrawBounds } from './openapi-validate.ts';
@@ -66,6 +66,8 @@ interface Resolved {
   product: CatalogueProduct;
   currency: string;
   units?: string[]; // de-duplicated, request order
+  /** Digests of `units` (request and sorted set), computed once per request when needed. */
+  digests?: { request: string; units: string };
   query?: string;
   limit?: number;
 }
@@ -83,6 +85,30 @@ export function unitsSha256(units: readonly CachedUnit[]): string {
   return createHash('sha256').update(canonicalArray(units)).digest('hex');
 }
 
+/** Per paid draw built from cached units: those units, with each one's JSON text (CachedUnit.json). */
+const unitTexts = new WeakMap<PaidDraw, readonly CachedUnit[]>();
+
+/**
+ * JSON.stringify(paid), reusing the cached JSON text of its units (most of a paid draw's bytes)
+ * instead of re-serialising them on every draw. Falls back to JSON.stringify for anything not built
+ * by this service from cached units, or changed since.
+ */
+export function paidDrawJson(paid: PaidDraw): string {
+  const cached = unitTexts.get(paid);
+  if (!cached || !Array.isArray(paid.units) || paid.units.length !== cached.length || !paid.units.every((u, i) => u === cached[i].unit)) return JSON.stringify(paid);
+  const keys = Object.keys(paid);
+  if (keys.length !== 3 || keys[0] !== 'units' || keys[1] !== 'attribution' || keys[2] !== 'receipt' || paid.attribution === undefined || paid.receipt === undefined) return JSON.stringify(paid);
+  return `{"units":[${cached.map((u) => u.json).join(',')}],"attribution":${JSON.stringify(paid.attribution)},"receipt":${JSON.stringify(paid.receipt)}}`;
+}
+
+/** The JSON text of each unit-list quote, written with it (StoreDrawService.unitQuoteJson). */
+const quoteTexts = new WeakMap<QuoteBody, string>();
+
+/** JSON.stringify(quote): the text written when the quote was made, or a fresh serialisation. */
+export function quoteJson(quote: QuoteBody): string {
+  return quoteTexts.get(quote) ?? JSON.stringify(quote);
+}
+
 /** Units as delivered: the stored unit plus a one-line citation. */
 function deliver(u: Unit): DeliveredUnit {
   return { ...u, citation_text: `${u.citation.label}. ${u.licence.attribution}` };
@@ -97,6 +123,9 @@ export class StoreDrawService implements DrawService {
   private readonly units: UnitCache;
   readonly drawUrl: string;
   readonly topupUrl: string;
+  private readonly currencyJson: string;
+  private readonly catalogueVersionJson: string;
+  private readonly topupUrlJson: string;
 
   constructor(private readonly o: DrawServiceOptions) {
     this.signer = new QuoteSigner(o.quoteSecret);
@@ -111,6 +140,9 @@ export class StoreDrawService implements DrawService {
     this.units = new UnitCache(o.store, deliver, o.unitCacheSize ?? 5000);
     this.drawUrl = `${o.catalogue.base_url}/lds/draw`;
     this.topupUrl = `${o.catalogue.base_url}/lds/balance/topup`;
+    this.currencyJson = JSON.stringify(CURRENCY);
+    this.catalogueVersionJson = JSON.stringify(o.catalogue.version);
+    this.topupUrlJson = JSON.stringify(this.topupUrl);
   }
 
   catalogue(): CatalogueDoc {
@@ -143,7 +175,7 @@ export class StoreDrawService implements DrawService {
     }
 
     const units = await this.resolveUnits(r);
-    if (digest(canonicalUnits(units.map((u) => u.unit.ref))) !== q.h) {
+    if (this.unitsDigest(r, units) !== q.h) {
       // Same store version, different result: cannot happen for an honest quote; offer a fresh one.
       throw problems.expired(await this.makeQuote(r, units, balanceToken));
     }
@@ -153,7 +185,7 @@ export class StoreDrawService implements DrawService {
     switch (res.kind) {
       case 'ok':
         this.o.logger?.info({ draw: res.draw.draw_id, product: q.p, units: units.length, amount_cents: q.a, balance: tokenHint(tokenHash) }, 'draw paid');
-        return this.paidDraw(res.draw, units.map((u) => u.unit));
+        return this.paidDraw(res.draw, units);
       case 'replay':
         return this.fromRecord(res.draw, tokenHash, r);
       case 'other_balance':
@@ -255,12 +287,12 @@ export class StoreDrawService implements DrawService {
 
   private async makeQuote(r: Resolved, units: CachedUnit[], balanceToken?: string): Promise<Quote> {
     const cents = drawPriceCents(units.length, r.product.pricing.draw_unit_price_micro_eur);
-    const rd = requestDigest({ product_id: r.product.product_id, units: r.units, query: r.query, limit: r.limit }, this.o.bounds.defaultLimit);
+    const rd = this.requestDigest(r);
     const payload: Omit<QuotePayload, 'v' | 'k'> = {
       p: r.product.product_id,
       m: rd.mode,
       r: rd.digest,
-      h: digest(canonicalUnits(units.map((u) => u.unit.ref))),
+      h: this.unitsDigest(r, units),
       n: units.length,
       a: cents,
       c: CURRENCY,
@@ -277,7 +309,8 @@ export class StoreDrawService implements DrawService {
     const bySource = new Map<string, number>();
     for (const { unit: u } of units) bySource.set(u.source, (bySource.get(u.source) ?? 0) + 1);
     const request = { product_id: r.product.product_id, currency: CURRENCY, ...(r.units ? { units: r.units } : { query: r.query, limit: r.limit }), quote_id: quoteId };
-    return {
+    const expires = new Date(q.e).toISOString();
+    const body: QuoteBody = {
       quote_id: quoteId,
       product_id: r.product.product_id,
       ...(r.units ? { units: r.units } : { query: r.query, limit: r.limit }),
@@ -285,17 +318,61 @@ export class StoreDrawService implements DrawService {
       unit_count: units.length,
       amount: formatCents(q.a),
       currency: CURRENCY,
-      expires_at: new Date(q.e).toISOString(),
+      expires_at: expires,
       breakdown: [...bySource].map(([source, n]) => ({ source, unit_count: n, unit_price: formatMicros(rate), amount: formatMicros(n * rate) })),
       store_version: q.s,
       catalogue_version: this.o.catalogue.version,
       payable_from_balance: payable,
       how_to_pay: payable
-        ? `Your balance covers this quote: repeat the request with "quote_id" and Authorization: Bearer <BALANCE_TOKEN> (POST ${this.drawUrl}) before ${new Date(q.e).toISOString()}.`
-        : `Top up a prepaid balance (minimum 5.00 EUR) with POST ${this.topupUrl} (Machine Payments Protocol, Stripe Shared Payment Token), then repeat this request with "quote_id" and Authorization: Bearer <BALANCE_TOKEN> before ${new Date(q.e).toISOString()}.`,
+        ? `Your balance covers this quote: repeat the request with "quote_id" and Authorization: Bearer <BALANCE_TOKEN> (POST ${this.drawUrl}) before ${expires}.`
+        : `Top up a prepaid balance (minimum 5.00 EUR) with POST ${this.topupUrl} (Machine Payments Protocol, Stripe Shared Payment Token), then repeat this request with "quote_id" and Authorization: Bearer <BALANCE_TOKEN> before ${expires}.`,
       pay_with: request,
       topup_url: this.topupUrl,
     };
+    if (r.units) quoteTexts.set(body, this.unitQuoteJson(body, r.units));
+    return body;
+  }
+
+  /**
+   * JSON.stringify(body) for a unit-list quote, written out in the object's key order (quoteView
+   * above): the unit list, which appears up to three times (units, resolved_units, pay_with.units),
+   * is serialised once, and the per-service constants are serialised at start.
+   */
+  private unitQuoteJson(b: QuoteBody, requested: string[]): string {
+    const units = JSON.stringify(requested);
+    const resolved = b.resolved_units.length === requested.length && b.resolved_units.every((ref, i) => ref === requested[i]) ? units : JSON.stringify(b.resolved_units);
+    const id = JSON.stringify(b.quote_id);
+    const product = JSON.stringify(b.product_id);
+    return (
+      `{"quote_id":${id},"product_id":${product},"units":${units},"resolved_units":${resolved},"unit_count":${JSON.stringify(b.unit_count)},` +
+      `"amount":${JSON.stringify(b.amount)},"currency":${this.currencyJson},"expires_at":${JSON.stringify(b.expires_at)},"breakdown":${JSON.stringify(b.breakdown)},` +
+      `"store_version":${JSON.stringify(b.store_version)},"catalogue_version":${this.catalogueVersionJson},"payable_from_balance":${JSON.stringify(b.payable_from_balance)},` +
+      `"how_to_pay":${JSON.stringify(b.how_to_pay)},"pay_with":{"product_id":${product},"currency":${this.currencyJson},"units":${units},"quote_id":${id}},"topup_url":${this.topupUrlJson}}`
+    );
+  }
+
+  /**
+   * The request digest a quote binds. A unit-list request also keeps the digest of its (sorted,
+   * unique) units on the resolved request: its resolved units are that same set, so the quote's
+   * `h` comes from the same sort (see unitsDigest).
+   */
+  private requestDigest(r: Resolved): { mode: 'u' | 'q'; digest: string } {
+    if (r.units) {
+      r.digests ??= unitsDigests(r.units);
+      return { mode: 'u', digest: r.digests.request };
+    }
+    return requestDigest({ product_id: r.product.product_id, query: r.query, limit: r.limit }, this.o.bounds.defaultLimit);
+  }
+
+  /** Digest of the canonical resolved unit list (the quote's `h`). */
+  private unitsDigest(r: Resolved, units: CachedUnit[]): string {
+    const want = r.units;
+    if (want && units.length === want.length && units.every((u, i) => u.unit.ref === want[i])) {
+      // The resolved units are the requested list itself (request order, already de-duplicated).
+      r.digests ??= unitsDigests(want);
+      return r.digests.units;
+    }
+    return digest(canonicalUnits(units.map((u) => u.unit.ref)));
   }
 
   /** Verifies the quote's mac and that the request repeats exactly what was quoted. */
@@ -305,7 +382,7 @@ export class StoreDrawService implements DrawService {
     if (!q) throw problems.tampered('quote_id', 'The quote_id is not one this service issued (or it was altered).');
     if (q.p !== r.product.product_id) throw problems.tampered('product_id', 'product_id differs from the quoted product.');
     if (q.c !== r.currency) throw problems.tampered('currency', 'currency differs from the quote.');
-    const rd = requestDigest({ product_id: r.product.product_id, units: r.units, query: r.query, limit: r.limit }, this.o.bounds.defaultLimit);
+    const rd = this.requestDigest(r);
     if (q.m !== rd.mode || q.r !== rd.digest) {
       const field = q.m === 'u' ? 'units' : rd.mode === 'u' ? 'query' : q.m === 'q' && r.query !== undefined ? 'query' : 'units';
       throw problems.tampered(field, `The request's ${q.m === 'u' ? 'units' : 'query and limit'} differ from what was quoted: repeat the quoted request exactly.`);
@@ -332,9 +409,10 @@ export class StoreDrawService implements DrawService {
     });
   }
 
-  private paidDraw(d: DrawRecord, units: DeliveredUnit[]): PaidDraw {
+  private paidDraw(d: DrawRecord, cached: CachedUnit[]): PaidDraw {
     const stored = d.draw as StoredDraw;
-    return {
+    const units = cached.map((u) => u.unit);
+    const paid: PaidDraw = {
       units,
       attribution: this.attribution(d.product_id ?? '', units),
       receipt: {
@@ -349,6 +427,8 @@ export class StoreDrawService implements DrawService {
         paid_at: d.at,
       },
     };
+    unitTexts.set(paid, cached);
+    return paid;
   }
 
   /** A replay: the draw as first delivered, re-read from the store by its recorded refs. */
@@ -356,12 +436,11 @@ export class StoreDrawService implements DrawService {
     if (!hashesEqual(d.token_hash, tokenHash)) throw await this.notThisBalance(tokenHash);
     const stored = d.draw as StoredDraw;
     const got = await this.units.getUnits(r.product.product_id, stored.refs);
-    const delivered = got.units.map((u) => u.unit);
     if (got.unknown.length || unitsSha256(got.units) !== stored.units_sha256) {
       // The store was rebuilt since the draw: the receipt still describes what was delivered then.
       this.o.logger?.warn({ draw: d.draw_id }, 'replayed draw: the unit store changed since delivery; returning the current versions');
     }
-    return this.paidDraw(d, delivered);
+    return this.paidDraw(d, got.units);
   }
 
   /**

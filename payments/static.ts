@@ -74,8 +74,10 @@ export function etagMatches(ifNoneMatch: string, etag: string): boolean {
 
 /** GET/HEAD of a published path. Anything else falls through (to the API routes or the 404). */
 export function staticMiddleware(site: StaticSite): Middleware {
-  return async (ctx, next) => {
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
+  // Not async: a request that falls through (every API POST) costs no extra promise here.
+  return (ctx, next) => {
+    const method = ctx.method;
+    if (method !== 'GET' && method !== 'HEAD') return next();
     const entry = site.entries.get(ctx.path);
     if (!entry) return next();
     for (const [k, v] of entry.headers) ctx.set(k, v);
@@ -83,12 +85,13 @@ export function staticMiddleware(site: StaticSite): Middleware {
     if (inm && entry.etag && etagMatches(inm, entry.etag)) {
       ctx.status = 304;
       ctx.remove('Content-Type');
-      return;
+      return undefined;
     }
     ctx.status = 200;
     ctx.body = entry.body;
     // Koa sets Content-Type from a Buffer body only when none is set; restore the published one.
     const type = entry.headers.find(([k]) => k.toLowerCase() === 'content-type');
     if (type) ctx.set('Content-Type', type[1]);
+    return undefined;
   };
 }

@@ -12,46 +12,85 @@ const canonicalize = canonicalizeModule as unknown as (v: unknown) => string;
 export interface CachedUnit {
   unit: DeliveredUnit;
   canonical: string;
+  /** JSON.stringify(unit): the unit as it appears in a paid draw's answer (see paidDrawJson). */
+  json: string;
+}
+
+/** A map entry with the tick at which it last moved to the young end. */
+interface Slot<V> {
+  value: V;
+  tick: number;
+}
+
+/**
+ * An LRU on a Map (insertion order = age). A hit moves the entry to the young end only when it has
+ * aged by more than half the capacity since its last move: an entry used within the last max/2
+ * moves has at least max/2 entries behind it, so it cannot be the next evicted, and hot entries
+ * cost a Map lookup instead of a delete and a re-insert on every hit.
+ */
+class Lru<V> {
+  private readonly map = new Map<string, Slot<V>>();
+  private tick = 0;
+  constructor(private readonly max: number) {}
+
+  get(key: string): V | undefined {
+    const s = this.map.get(key);
+    if (s === undefined) return undefined;
+    if (this.tick - s.tick > this.max >> 1) {
+      this.map.delete(key); // move to the young end
+      this.map.set(key, s);
+      s.tick = ++this.tick;
+    }
+    return s.value;
+  }
+
+  set(key: string, value: V): void {
+    this.map.delete(key);
+    this.map.set(key, { value, tick: ++this.tick });
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string); // oldest first
+  }
 }
 
 export class UnitCache {
-  private readonly units = new Map<string, CachedUnit>();
-  private readonly searches = new Map<string, string[]>();
+  private readonly units: Lru<CachedUnit>;
+  private readonly searches: Lru<string[]>;
 
   constructor(
     private readonly store: UnitStoreReader,
     private readonly deliver: (u: Unit) => DeliveredUnit,
-    private readonly maxUnits = 5000,
-    private readonly maxSearches = 1000,
-  ) {}
-
-  private remember<V>(map: Map<string, V>, key: string, value: V, max: number): void {
-    map.set(key, value);
-    if (map.size > max) map.delete(map.keys().next().value as string); // oldest first: Map keeps insertion order
-  }
-
-  private hit<V>(map: Map<string, V>, key: string): V | undefined {
-    const v = map.get(key);
-    if (v !== undefined) {
-      map.delete(key); // move to the young end
-      map.set(key, v);
-    }
-    return v;
+    maxUnits = 5000,
+    maxSearches = 1000,
+  ) {
+    this.units = new Lru(maxUnits);
+    this.searches = new Lru(maxSearches);
   }
 
   private entry(productId: string, u: Unit): CachedUnit {
     const unit = this.deliver(u);
-    const e = { unit, canonical: canonicalize(unit) };
-    this.remember(this.units, `${productId}\n${u.ref}`, e, this.maxUnits);
+    const canonical = canonicalize(unit);
+    const json = JSON.stringify(unit);
+    const e = { unit, canonical, json: json === canonical ? canonical : json };
+    this.units.set(`${productId}\n${u.ref}`, e);
     return e;
   }
 
   /** Units by reference within a product, in request order, plus the references not in it. */
   async getUnits(productId: string, refs: string[]): Promise<{ units: CachedUnit[]; unknown: string[] }> {
+    // Fast path: every reference cached (the common case for a hot set) needs no map of results.
+    const hits: CachedUnit[] = [];
+    let i = 0;
+    for (; i < refs.length; i++) {
+      const e = this.units.get(`${productId}\n${refs[i]}`);
+      if (e === undefined) break;
+      hits.push(e);
+    }
+    if (i === refs.length) return { units: hits, unknown: [] };
     const found = new Map<string, CachedUnit>();
     const missing: string[] = [];
-    for (const r of refs) {
-      const e = this.hit(this.units, `${productId}\n${r}`);
+    for (let j = 0; j < i; j++) found.set(refs[j], hits[j]);
+    for (; i < refs.length; i++) {
+      const r = refs[i];
+      const e = this.units.get(`${productId}\n${r}`);
       if (e) found.set(r, e);
       else missing.push(r);
     }
@@ -67,14 +106,14 @@ export class UnitCache {
   /** BM25 search; a repeated (product, query, limit) is answered from the cached ranking. */
   async search(productId: string, query: string, limit: number): Promise<CachedUnit[]> {
     const key = `${productId}\n${limit}\n${query}`;
-    const refs = this.hit(this.searches, key);
+    const refs = this.searches.get(key);
     if (refs) {
       const got = await this.getUnits(productId, refs);
       if (got.unknown.length === 0) return got.units;
     }
     const units = await this.store.search(productId, query, limit);
-    this.remember(this.searches, key, units.map((u) => u.ref), this.maxSearches);
-    return units.map((u) => this.hit(this.units, `${productId}\n${u.ref}`) ?? this.entry(productId, u));
+    this.searches.set(key, units.map((u) => u.ref));
+    return units.map((u) => this.units.get(`${productId}\n${u.ref}`) ?? this.entry(productId, u));
   }
 }
 
