@@ -53,8 +53,8 @@ export interface StoreProductMeta {
 }
 
 export interface StoreMeta {
-  format: 1;
-  store_version: string; // `store-<12 hex>` over the canonical unit content
+  format: typeof STORE_FORMAT;
+  store_version: string; // `store-<12 hex>` over the canonical unit content and STORE_FORMAT
   built_at: string;
   products: Record<string, StoreProductMeta>;
 }
@@ -90,9 +90,13 @@ export interface UnitStoreReader {
 //   f!<docid>                         forward vector (see encodeForward) of the searchable text
 //   t!<product_id>!<term>             TermHeader (JSON) of the product's BM25 index
 //   c!<product_id>!<termId>!<chunk>   posting chunk (see encodeChunk; termId 8 hex, chunk 4 hex)
+//   o!<block>                         ref order (see RANK_BLOCK; block 4 hex)
+//
+// The store version hashes the unit content and STORE_FORMAT, so a build in a new format never
+// reuses a directory written in an older one.
 // ---------------------------------------------------------------------------------------------
 
-export const STORE_FORMAT = 1 as const;
+export const STORE_FORMAT = 2 as const;
 export const CURRENT_FILE = 'CURRENT';
 
 export const KEY = {
@@ -104,6 +108,7 @@ export const KEY = {
   forward: (docid: number) => `f!${hex(docid, 8)}`,
   term: (productId: string, term: string) => `t!${productId}!${term}`,
   chunk: (productId: string, termId: number, chunk: number) => `c!${productId}!${hex(termId, 8)}!${hex(chunk, 4)}`,
+  rank: (block: number) => `o!${hex(block, 4)}`,
 } as const;
 
 export function hex(n: number, width: number): string {
@@ -164,12 +169,27 @@ export function encodeChunk(docids: Uint32Array, impacts: Float64Array): Uint8Ar
 }
 
 export function decodeChunk(v: Uint8Array): { runs: Float64Array; docids: Uint32Array } {
-  const copy = new Uint8Array(v.byteLength); // values from LevelDB need not be 8-byte aligned
-  copy.set(v);
-  const r = new Float64Array(copy.buffer, 0, 1)[0];
-  const runs = new Float64Array(copy.buffer, 8, 2 * r);
-  return { runs, docids: new Uint32Array(copy.buffer, 8 * (1 + 2 * r)) };
+  let buf = v.buffer;
+  let off = v.byteOffset;
+  if (off % 8 !== 0) {
+    // values from LevelDB need not be 8-byte aligned
+    const copy = new Uint8Array(v.byteLength);
+    copy.set(v);
+    buf = copy.buffer;
+    off = 0;
+  }
+  const r = new Float64Array(buf, off, 1)[0];
+  const runs = new Float64Array(buf, off + 8, 2 * r);
+  return { runs, docids: new Uint32Array(buf, off + 8 * (1 + 2 * r), (v.byteLength - 8 * (1 + 2 * r)) / 4) };
 }
+
+/**
+ * Ref order: o!<b> holds Uint32LE rank[docid] for docids b * RANK_BLOCK .. (b + 1) * RANK_BLOCK - 1
+ * (the last block is shorter), where rank is the position of the unit's ref among all refs of the
+ * store in JavaScript string order (UTF-16 code units, the order search results break ties by).
+ * The reader breaks score ties with it without reading any unit.
+ */
+export const RANK_BLOCK = 1 << 16;
 
 export const BM25 = { k1: 1.2, b: 0.75 } as const;
 

@@ -1,18 +1,21 @@
 // Read side of the unit store (format: contract/store-format.ts). Opens the store CURRENT names
 // and answers look-ups by reference and BM25 search within a product.
 //
-// Search never loads a whole index or a whole posting list: each term's postings are stored in
-// impact order, in chunks with an upper bound per chunk. The reader reads chunks of the most
-// promising term first, accumulating bounds on each document's score, and stops as soon as no
-// unread posting can change the top `limit`; the few remaining candidates are then scored exactly
-// from their forward vectors. Results are identical for an identical store and query: score
-// descending, then unit reference ascending.
+// Search never loads a whole index: each term's postings are stored in impact order, in chunks
+// with an upper bound per chunk. The reader reads chunks in bound order, in a few large rounds,
+// accumulating bounds on each document's score in dense per-docid arrays; once no unread
+// document can enter the top `limit` it follows only the remaining candidates, and stops when
+// their scores are known (or when scoring the last undecided ones from their forward vectors is
+// cheaper than reading on). Exact scores are summed in query-term order from the impacts read;
+// ties are broken by the store's ref order (o!), so no unit is read before the final `limit`.
+// Results equal a brute-force BM25: score descending, then unit reference ascending.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Level } from 'level';
 import {
   CURRENT_FILE,
   KEY,
+  RANK_BLOCK,
   STORE_FORMAT,
   TOKENIZER,
   bm25Idf,
@@ -32,8 +35,8 @@ type Db = Level<string, Uint8Array>;
 
 const json = <T>(v: Uint8Array): T => JSON.parse(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8')) as T;
 
-/** Reads the forward vector in place: document length, ref and the tf of each wanted term. */
-function scanForward(v: Uint8Array, wanted: number[], tfs: number[]): { dl: number; ref: () => string } {
+/** Reads the forward vector in place: the tf of each wanted term into tfs; returns the document length. */
+function scanForward(v: Uint8Array, wanted: number[], tfs: number[]): number {
   const b = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
   const dl = b.readUInt32LE(0);
   const n = b.readUInt32LE(4);
@@ -43,13 +46,27 @@ function scanForward(v: Uint8Array, wanted: number[], tfs: number[]): { dl: numb
     const k = wanted.indexOf(id);
     if (k >= 0) tfs[k] = b.readUInt32LE(12 + i * 8);
   }
-  return { dl, ref: () => b.toString('utf8', 8 + n * 8) };
+  return dl;
 }
 
 /** At most this many distinct query words are used (the first in sorted order). */
 const MAX_TERMS = 31;
-/** Candidate count below which the rest are scored exactly instead of reading more postings. */
-const CANDIDATES = 1024;
+/**
+ * What scoring one document from its forward vector (a random LevelDB read) costs, in postings
+ * read from the impact-ordered lists. Decides when to stop reading lists and score the remaining
+ * undecided candidates from their forward vectors instead.
+ */
+const FORWARD_COST = 1000;
+/** What scanning a posting once more costs, relative to reading it the first time. */
+const RESCAN_COST = 0.2;
+/** Postings read in the first round of a search; each later round reads as many as all before. */
+const ROUND = 4096;
+
+function bitCount(m: number): number {
+  let c = 0;
+  for (; m; m &= m - 1) c++;
+  return c;
+}
 
 function grow<T extends Float64Array | Uint32Array>(a: T): T {
   const next = new (a.constructor as new (n: number) => T)(a.length * 2);
@@ -57,12 +74,12 @@ function grow<T extends Float64Array | Uint32Array>(a: T): T {
   return next;
 }
 
-/** The k-th largest of acc[2 * ids[i]] (k >= 1, k <= ids.length), by quickselect on a copy. */
-function kthLargest(ids: Uint32Array, acc: Float64Array, k: number): number {
-  const a = new Float64Array(ids.length);
-  for (let i = 0; i < ids.length; i++) a[i] = acc[2 * ids[i]];
+/** The k-th largest of lb[ids[i]] (k >= 1, k <= n), by quickselect on a copy. */
+function kthLargest(ids: Uint32Array, n: number, lb: Float64Array, k: number): number {
+  const a = new Float64Array(n);
+  for (let i = 0; i < n; i++) a[i] = lb[ids[i]];
   let lo = 0;
-  let hi = a.length - 1;
+  let hi = n - 1;
   const want = k - 1; // index in descending order
   while (lo < hi) {
     const pivot = a[(lo + hi) >> 1];
@@ -86,28 +103,194 @@ function kthLargest(ids: Uint32Array, acc: Float64Array, k: number): number {
   return a[want];
 }
 
-interface Hit {
+export interface Hit {
   score: number;
-  ref: string;
   docid: number;
+  /** position of the unit's ref in ref order: breaks score ties */
+  order: number;
 }
 
-/** true when a ranks before b: higher score, then smaller ref. */
-const before = (a: Hit, b: Hit) => a.score > b.score || (a.score === b.score && a.ref < b.ref);
+/**
+ * Per-docid scratch of one search, sized for every docid and returned to the pool zeroed.
+ * lb[d] = score lower bound of document d (impacts seen so far); seen[d] = bit set of the query
+ * terms it was seen in, plus HOT while it is on the list of documents that may be in the top k;
+ * slot[d] = 1 + its row in the final scoring (0: none). (Two plain arrays beat one interleaved
+ * Float64Array here: the posting loop is bound by memory access, and they are half its size.)
+ */
+interface Scratch {
+  lb: Float64Array;
+  seen: Uint32Array;
+  slot: Int32Array;
+  marks: Uint32Array; // bit d set when slot[d] != 0: small enough to stay in cache while scanning
+}
+
+const HOT = 0x80000000;
+const TERM_BITS = 0x7fffffff; // MAX_TERMS bits
 
 /**
- * Per docid, interleaved so one cache line serves both (the arrays are larger than the CPU
- * caches at scale, and this loop is bound by memory access): acc[2d] = score lower bound,
- * acc[2d+1] = bit set of the query terms the document was seen in.
+ * The documents one search has seen (phase 1). Its hot loops are small methods of their own, so
+ * V8 optimizes them after a few chunks instead of after many searches.
+ * Before closing, the k-th best lower bound is taken over the "hot" documents only: those whose
+ * lower bound reached the previous one (theta), which always include the k best.
  */
-type Accumulators = Float64Array;
+class Seen {
+  docs = new Uint32Array(1024); // every document seen (to zero the scratch afterwards)
+  count = 0;
+  hot = new Uint32Array(1024);
+  nHot = 0;
+  theta = -Infinity;
+
+  constructor(
+    private readonly lb: Float64Array,
+    private readonly seen: Uint32Array,
+  ) {}
+
+  /** Adds a chunk's impacts (runs: impact, count, ...) for term `bit`, following new documents. */
+  add(runs: Float64Array, docids: Uint32Array, bit: number): void {
+    const { lb, seen, theta } = this;
+    let { docs, count, hot, nHot } = this;
+    for (let r = 0, at = 0; r < runs.length; r += 2) {
+      const impact = runs[r];
+      for (const end = at + runs[r + 1]; at < end; at++) {
+        const d = docids[at];
+        let m = seen[d];
+        if (m === 0) {
+          if (count === docs.length) docs = grow(docs);
+          docs[count++] = d;
+        }
+        const v = lb[d] + impact;
+        lb[d] = v;
+        m |= bit;
+        if (v >= theta && !(m & HOT)) {
+          if (nHot === hot.length) hot = grow(hot);
+          hot[nHot++] = d;
+          m |= HOT;
+        }
+        seen[d] = m;
+      }
+    }
+    this.docs = docs;
+    this.count = count;
+    this.hot = hot;
+    this.nHot = nHot;
+  }
+
+  /** Adds a chunk's impacts to documents already seen only. */
+  addSeen(runs: Float64Array, docids: Uint32Array, bit: number): void {
+    const { lb, seen } = this;
+    for (let r = 0, at = 0; r < runs.length; r += 2) {
+      const impact = runs[r];
+      for (const end = at + runs[r + 1]; at < end; at++) {
+        const d = docids[at];
+        const m = seen[d];
+        if (m === 0) continue;
+        lb[d] += impact;
+        seen[d] = m | bit;
+      }
+    }
+  }
+
+  /** New threshold: documents below it leave the hot list (and rejoin if they reach it). */
+  raise(theta: number): void {
+    const { lb, seen, hot } = this;
+    this.theta = theta;
+    let n = 0;
+    for (let i = 0; i < this.nHot; i++) {
+      const d = hot[i];
+      if (lb[d] >= theta) hot[n++] = d;
+      else seen[d] &= TERM_BITS;
+    }
+    this.nHot = n;
+  }
+
+  clear(): void {
+    for (let i = 0; i < this.count; i++) {
+      this.lb[this.docs[i]] = 0;
+      this.seen[this.docs[i]] = 0;
+    }
+  }
+}
+
+/**
+ * Keeps the candidates whose upper bound (lower bound + what they may still gain) reaches
+ * `threshold`, in place. Returns how many are kept, how many of them are undecided (may still
+ * gain), and the terms those were not seen in.
+ */
+function prune(cand: Uint32Array, n: number, lb: Float64Array, seenOf: Uint32Array, table: Float64Array | null, gain: (seen: number) => number, threshold: number, pendingBits: number): [number, number, number] {
+  let kept = 0;
+  let open = 0;
+  let need = 0;
+  for (let i = 0; i < n; i++) {
+    const d = cand[i];
+    const seen = seenOf[d] & TERM_BITS;
+    const g = table ? table[seen] : gain(seen);
+    if (lb[d] + g >= threshold) {
+      cand[kept++] = d;
+      if (g > 0) {
+        open++;
+        need |= pendingBits & ~seen;
+      }
+    }
+  }
+  return [kept, open, need];
+}
+
+/** imp[(slot[d] - 1) * T + j] = impact of d in a chunk of term j, for the documents marked. */
+function collect(runs: Float64Array, docids: Uint32Array, marks: Uint32Array, slot: Int32Array, imp: Float64Array, T: number, j: number): void {
+  for (let r = 0, at = 0; r < runs.length; r += 2) {
+    const impact = runs[r];
+    for (const end = at + runs[r + 1]; at < end; at++) {
+      const d = docids[at];
+      if ((marks[d >>> 5] >>> (d & 31)) & 1) imp[(slot[d] - 1) * T + j] = impact;
+    }
+  }
+}
+
+interface Chunk {
+  runs: Float64Array; // impact, count, impact, count, ...
+  docids: Uint32Array;
+}
+
+interface TermState {
+  h: TermHeader;
+  idf: number;
+  bit: number;
+  next: number; // next chunk to read
+  read: number; // postings read
+  chunks: Chunk[]; // chunks read, kept to recover exact per-term impacts at the end
+}
 
 class LevelUnitStore implements UnitStoreReader {
-  private readonly pool: Accumulators[] = [];
+  private readonly pool: Scratch[] = [];
+  private order: Promise<Uint32Array> | null = null;
 
-  /** Zeroed accumulators sized for every docid; returned to the pool zeroed after each search. */
-  private borrow(): Accumulators {
-    return this.pool.pop() ?? new Float64Array(2 * this.index.doc_count);
+  private borrow(): Scratch {
+    const n = this.index.doc_count;
+    return this.pool.pop() ?? { lb: new Float64Array(n), seen: new Uint32Array(n), slot: new Int32Array(n), marks: new Uint32Array((n + 31) >>> 5) };
+  }
+
+  /** Reads what every search needs: the ref order. */
+  async ready(): Promise<void> {
+    await this.ranks();
+  }
+
+  /** rank[docid]: the ref order (o!<block>), read once (at open). */
+  private ranks(): Promise<Uint32Array> {
+    this.order ??= (async () => {
+      const n = this.index.doc_count;
+      const keys: string[] = [];
+      for (let b = 0; b * RANK_BLOCK < n; b++) keys.push(KEY.rank(b));
+      const parts = keys.length ? await this.db.getMany(keys) : [];
+      const out = new Uint32Array(n);
+      parts.forEach((v, b) => {
+        const len = Math.min(RANK_BLOCK, n - b * RANK_BLOCK);
+        if (!v || v.byteLength !== 4 * len) throw new Error(`unit store ${this.meta.store_version}: missing or short ref order block ${b}`);
+        new Uint8Array(out.buffer, 4 * b * RANK_BLOCK, 4 * len).set(v);
+      });
+      return out;
+    })();
+    this.order.catch(() => (this.order = null));
+    return this.order;
   }
 
   constructor(
@@ -115,6 +298,7 @@ class LevelUnitStore implements UnitStoreReader {
     readonly meta: StoreMeta,
     private readonly licences: Record<string, UnitLicence>,
     private readonly index: StoreIndexMeta,
+    private readonly tuning: { round: number; forwardCost: number },
   ) {}
 
   private toUnit(stored: StoredUnit): Unit {
@@ -155,106 +339,167 @@ class LevelUnitStore implements UnitStoreReader {
     if (words.length === 0) return [];
     const found = await this.db.getMany(words.map((w) => KEY.term(productId, w)));
     // terms in a fixed order, so every exact score is summed in the same order
-    const terms = found.flatMap((v) => (v ? [json<TermHeader>(v)] : [])).map((h, i) => ({ h, idf: bm25Idf(stats.docs, h.df), next: 0, bit: 2 ** i }));
+    const terms: TermState[] = found
+      .flatMap((v) => (v ? [json<TermHeader>(v)] : []))
+      .map((h, i) => ({ h, idf: bm25Idf(stats.docs, h.df), bit: 2 ** i, next: 0, read: 0, chunks: [] }));
     if (terms.length === 0) return [];
-    const bound = (t: (typeof terms)[number]) => (t.next < t.h.n.length ? t.h.max[t.next] : 0);
+    const ranks = await this.ranks();
+    const bound = (t: TermState) => (t.next < t.h.n.length ? t.h.max[t.next] : 0);
 
-    // Phase 1: read chunks of the term with the highest remaining bound and accumulate, per
-    // document, a lower bound of its score (impacts seen so far) and which terms it was seen in.
-    // Accumulators are dense arrays over docids, borrowed from a pool (searches may interleave).
-    const acc = this.borrow();
-    let docs = new Uint32Array(1024);
-    let count = 0;
-    let candidates: number[] = [];
-    let sinceCheck = 0; // postings read since the last stop test
+    // Phase 1: read chunks in the order of their bounds (always the next chunk of the term with
+    // the highest remaining bound) and accumulate, per document, a lower bound of its score
+    // (impacts seen so far) and which terms it was seen in. Chunks are read in rounds of one
+    // getMany each, every round as large as everything read before (a LevelDB round trip costs
+    // as much as thousands of postings), with a check after each round. Once no unseen document
+    // can reach the top `limit` ("closed"), only documents already seen are followed, those
+    // whose upper bound falls below the k-th best lower bound drop out, and only terms some
+    // undecided candidate was not seen in are read on. Reading stops when every remaining
+    // candidate's score is known, or when scoring the undecided ones from their forward vectors
+    // is cheaper than reading on.
+    const scratch = this.borrow();
+    const { lb, seen: seenOf, slot, marks } = scratch;
+    const st = new Seen(lb, seenOf);
+    let closed = false;
+    let cand = new Uint32Array(0); // once closed: documents that may still be in the top k
+    let nCand = 0;
+    let open = 0; // candidates whose score is not known yet
+    let read = 0; // postings read
+    let need = 0; // bits of the terms worth reading on (all while not closed)
+    for (const t of terms) need |= t.bit;
+    const hits: Hit[] = [];
+    const openIds: number[] = [];
+    const decided: number[] = [];
     try {
       for (;;) {
-        let best: (typeof terms)[number] | null = null;
-        for (const t of terms) if (t.next < t.h.n.length && (!best || bound(t) > bound(best))) best = t;
-        if (best) {
-          const raw = await this.db.get(KEY.chunk(productId, best.h.id, best.next));
-          if (!raw) throw new Error(`unit store ${this.meta.store_version}: missing index chunk (${productId}, term ${best.h.id})`);
-          best.next++;
-          const { runs, docids } = decodeChunk(raw);
-          const bit = best.bit;
-          sinceCheck += docids.length;
-          for (let r = 0, at = 0; r < runs.length; r += 2) {
-            const impact = runs[r];
-            for (const end = at + runs[r + 1]; at < end; at++) {
-              const d = docids[at];
-              const m = acc[2 * d + 1];
-              if (m === 0) {
-                if (count === docs.length) docs = grow(docs);
-                docs[count++] = d;
-              }
-              acc[2 * d] += impact;
-              acc[2 * d + 1] = m | bit;
-            }
+        // plan one round
+        const budget = Math.max(this.tuning.round, read);
+        const plan: TermState[] = [];
+        const keys: string[] = [];
+        const next = terms.map((t) => t.next);
+        for (let planned = 0; planned < budget; ) {
+          let best = -1;
+          for (let j = 0; j < terms.length; j++) {
+            const t = terms[j];
+            if (need & t.bit && next[j] < t.h.n.length && (best < 0 || t.h.max[next[j]] > terms[best].h.max[next[best]])) best = j;
           }
+          if (best < 0) break;
+          plan.push(terms[best]);
+          keys.push(KEY.chunk(productId, terms[best].h.id, next[best]));
+          planned += terms[best].h.n[next[best]++];
         }
-        const more = terms.some((t) => t.next < t.h.n.length);
-        // The stop test costs O(documents seen); running it only after reading as many postings
-        // again as there are documents seen keeps the total linear in the postings read.
-        if (more && (count < k || sinceCheck < Math.max(256, count))) continue;
-        sinceCheck = 0;
-        // Stop test. kth = the k-th best lower bound (-Infinity if fewer than k documents). An
-        // unseen document scores at most `unseen`; a seen one at most its lower bound plus the
-        // bounds of the terms it was not seen in yet. Documents that cannot reach kth are out.
-        const unseen = terms.reduce((s, t) => s + bound(t), 0);
-        const kth = count < k ? -Infinity : kthLargest(docs.subarray(0, count), acc, k);
+        const raws = keys.length ? await this.db.getMany(keys) : [];
+        for (let i = 0; i < plan.length; i++) {
+          const t = plan[i];
+          const raw = raws[i];
+          if (!raw) throw new Error(`unit store ${this.meta.store_version}: missing index chunk (${productId}, term ${t.h.id})`);
+          t.next++;
+          const chunk = decodeChunk(raw);
+          t.chunks.push(chunk);
+          const { runs, docids } = chunk;
+          const bit = t.bit;
+          t.read += docids.length;
+          read += docids.length;
+          if (!closed) st.add(runs, docids, bit);
+          else st.addSeen(runs, docids, bit); // documents not seen before cannot reach the top k any more
+        }
+        const more = terms.some((t) => need & t.bit && t.next < t.h.n.length);
+        // kth = the k-th best lower bound (-Infinity if fewer than k documents). An unseen
+        // document scores at most `unseen`; a seen one at most its lower bound plus the bounds
+        // of the terms it was not seen in yet. Documents that cannot reach kth are out.
+        const kth = closed ? kthLargest(cand, nCand, lb, k) : st.nHot < k ? -Infinity : kthLargest(st.hot, st.nHot, lb, k);
         const eps = 1e-9 * Math.max(1, Math.abs(kth)); // slack for summation order; exact scores decide below
-        if (more && !(unseen < kth - eps)) continue;
+        if (!closed) {
+          const unseen = terms.reduce((s, t) => s + bound(t), 0);
+          if (more && !(unseen < kth - eps)) {
+            st.raise(kth);
+            continue;
+          }
+          closed = true;
+          cand = st.docs.slice(0, st.count);
+          nCand = st.count;
+        }
         // what a document may still gain, by the set of terms it was seen in
         const pending = terms.filter((t) => bound(t) > 0).map((t) => [t.bit, bound(t)] as const);
-        const table = terms.length <= 10 ? new Float64Array(2 ** terms.length) : null;
+        let pendingBits = 0;
+        for (const [bit] of pending) pendingBits |= bit;
         const gain = (seen: number) => {
           let g = 0;
           for (const [bit, b] of pending) if (!(seen & bit)) g += b;
           return g;
         };
-        if (table) for (let m = 0; m < table.length; m++) table[m] = gain(m);
-        const cand: number[] = [];
-        let open = 0;
-        for (let i = 0; i < count; i++) {
-          const d = docs[i];
-          const lb = acc[2 * d];
-          const seen = acc[2 * d + 1];
-          const ub = lb + (table ? table[seen] : gain(seen));
-          if (ub >= kth - eps) {
-            cand.push(d);
-            if (ub > lb) open++;
-          }
-        }
-        // Few enough candidates (or nothing left to learn from the lists): score them exactly.
-        // Fetching a forward vector costs about as much as reading a few hundred postings, so
-        // up to ~1000 candidates are cheaper to score than to narrow down further.
-        if (!more || open === 0 || cand.length <= Math.max(4 * k + 64, CANDIDATES)) {
-          candidates = cand;
-          break;
-        }
+        const table = terms.length <= 10 ? Float64Array.from({ length: 2 ** terms.length }, (_, m) => gain(m)) : null;
+        [nCand, open, need] = prune(cand, nCand, lb, seenOf, table, gain, kth - eps, pendingBits);
+        if (open === 0) break;
+        // Undecided candidates: read on, or score them from their forward vectors once that
+        // costs no more than what was read so far or than reading the rest of the lists.
+        const rest = terms.reduce((s, t) => s + (need & t.bit ? t.h.df - t.read : 0), 0);
+        if (open * this.tuning.forwardCost <= Math.max(read, rest)) break;
       }
-    } finally {
-      for (let i = 0; i < count; i++) {
-        acc[2 * docs[i]] = 0;
-        acc[2 * docs[i] + 1] = 0;
-      }
-      this.pool.push(acc);
-    }
 
-    // Phase 2: exact scores from the forward vectors, summed in term order; ties by reference.
-    const avgdl = stats.total_len / stats.docs;
-    const ids = terms.map((t) => t.h.id);
-    const tfs = new Array<number>(terms.length).fill(0);
-    const vectors = await this.db.getMany(candidates.map((d) => KEY.forward(d)));
-    const hits: Hit[] = vectors.map((v, i) => {
-      if (!v) throw new Error(`unit store ${this.meta.store_version}: missing forward vector of document ${candidates[i]}`);
-      const f = scanForward(v, ids, tfs);
-      let score = 0;
-      for (let j = 0; j < terms.length; j++) if (tfs[j] > 0) score += bm25Impact(terms[j].idf, tfs[j], f.dl, avgdl);
-      return { score, ref: f.ref(), docid: candidates[i] };
-    });
-    hits.sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0));
+      // Phase 2: exact scores, summed in term order. Decided candidates from the impacts read,
+      // undecided ones from their forward vectors. A lower bound is already the exact score of
+      // a decided document seen in at most two terms (0 + a + b = 0 + b + a in floating point);
+      // for the others the chunks read are scanned once more for the impacts, term by term.
+      // (Or, when there are few of those, from their forward vectors: cheaper than a scan.)
+      const T = terms.length;
+      let multi = 0; // decided documents seen in three terms or more
+      for (let i = 0; i < nCand; i++) {
+        const seen = seenOf[cand[i]] & TERM_BITS;
+        if (!(open > 0 && this.undecided(terms, seen)) && bitCount(seen) > 2) multi++;
+      }
+      const scanFirst = multi * this.tuning.forwardCost > read * RESCAN_COST;
+      let rescan = false;
+      for (let i = 0; i < nCand; i++) {
+        const d = cand[i];
+        const seen = seenOf[d] & TERM_BITS;
+        const many = bitCount(seen) > 2;
+        if ((open > 0 && this.undecided(terms, seen)) || (many && !scanFirst)) openIds.push(d);
+        else {
+          decided.push(d);
+          slot[d] = decided.length;
+          marks[d >>> 5] |= 1 << (d & 31);
+          if (many) rescan = true;
+        }
+      }
+      const imp = new Float64Array(decided.length * T);
+      if (!rescan) decided.forEach((d, i) => (imp[i * T] = lb[d]));
+      else {
+        for (let j = 0; j < T; j++) for (const { runs, docids } of terms[j].chunks) collect(runs, docids, marks, slot, imp, T, j);
+      }
+      decided.forEach((d, i) => {
+        let score = 0;
+        for (let j = 0; j < T; j++) if (imp[i * T + j] > 0) score += imp[i * T + j];
+        hits.push({ score, docid: d, order: ranks[d] });
+      });
+    } finally {
+      for (const d of decided) {
+        slot[d] = 0;
+        marks[d >>> 5] = 0;
+      }
+      st.clear();
+      this.pool.push(scratch);
+    }
+    if (openIds.length > 0) {
+      const avgdl = stats.total_len / stats.docs;
+      const ids = terms.map((t) => t.h.id);
+      const tfs = new Array<number>(terms.length).fill(0);
+      const vectors = await this.db.getMany(openIds.map((d) => KEY.forward(d)));
+      vectors.forEach((v, i) => {
+        if (!v) throw new Error(`unit store ${this.meta.store_version}: missing forward vector of document ${openIds[i]}`);
+        const dl = scanForward(v, ids, tfs);
+        let score = 0;
+        for (let j = 0; j < terms.length; j++) if (tfs[j] > 0) score += bm25Impact(terms[j].idf, tfs[j], dl, avgdl);
+        hits.push({ score, docid: openIds[i], order: ranks[openIds[i]] });
+      });
+    }
+    hits.sort((a, b) => b.score - a.score || a.order - b.order);
     return hits.slice(0, k);
+  }
+
+  /** true when a document seen in the terms `seen` may still have impacts in unread postings. */
+  private undecided(terms: TermState[], seen: number): boolean {
+    for (const t of terms) if (!(seen & t.bit) && t.next < t.h.n.length) return true;
+    return false;
   }
 
   async close(): Promise<void> {
@@ -265,6 +510,9 @@ class LevelUnitStore implements UnitStoreReader {
 export interface OpenUnitStoreOptions {
   /** LevelDB block cache in bytes; small by default, the OS page cache does the rest. */
   cacheSize?: number;
+  /** Search tuning (tests use it to drive every path of the search): see ROUND, FORWARD_COST. */
+  round?: number;
+  forwardCost?: number;
 }
 
 /** Opens the store that <storeRoot>/CURRENT names. Throws with a clear message when there is none. */
@@ -289,9 +537,15 @@ export async function openUnitStore(storeRoot: string, opts: OpenUnitStoreOption
     if (!m || !l || !x) throw new Error(`unit store ${version} is incomplete (no meta)`);
     const meta = json<StoreMeta>(m);
     const index = json<StoreIndexMeta>(x);
-    if (meta.format !== STORE_FORMAT || meta.store_version !== version) throw new Error(`unit store ${version}: unexpected format ${meta.format} / version ${meta.store_version}`);
+    if (meta.format !== STORE_FORMAT) throw new Error(`unit store ${version} has format ${meta.format}, this service reads format ${STORE_FORMAT}: rebuild the store (npm run build)`);
+    if (meta.store_version !== version) throw new Error(`unit store ${version}: unexpected version ${meta.store_version}`);
     if (index.tokenizer !== TOKENIZER) throw new Error(`unit store ${version} was built with tokenizer ${index.tokenizer}, this service uses ${TOKENIZER}: rebuild the store`);
-    return new LevelUnitStore(db, meta, json<Record<string, UnitLicence>>(l), index);
+    const store = new LevelUnitStore(db, meta, json<Record<string, UnitLicence>>(l), index, {
+      round: opts.round ?? ROUND,
+      forwardCost: opts.forwardCost ?? FORWARD_COST,
+    });
+    await store.ready();
+    return store;
   } catch (err) {
     await db.close();
     throw err;

@@ -3,7 +3,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { appendFile, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { buildUnitStore } from '../generator/store/build-store.ts';
+import { Level } from 'level';
+import { KEY, RANK_BLOCK } from '../contract/store-format.ts';
+import { BatchWriter } from '../generator/store/batch.ts';
+import { buildUnitStore, copyRefs } from '../generator/store/build-store.ts';
 import type { CatalogSrc } from '../generator/model.ts';
 import { openUnitStore } from '../payments/unit-store.ts';
 import { copyCatalogSrc, tempDir } from './helpers/build.ts';
@@ -141,6 +144,38 @@ test('a malformed JSON line in the paragraphs fails with its line number', async
   const err = await buildUnitStore(await catalog(src), opts(await tempDir('store-bad-json'))).then(() => null, (e: Error) => e);
   assert.ok(err);
   assert.match(err!.message, /data\/eurlex\/multi_eurlex_paragraphs_aligned\.jsonl:750: invalid JSON/);
+});
+
+test('ref order: every docid gets the position of its ref in JavaScript string order', async () => {
+  // LevelDB orders the r! keys by UTF-8 bytes, where U+FF5E sorts before U+1F600; JavaScript
+  // (UTF-16 code units: U+1F600 is D83D DE00) puts it after. Enough refs for two RANK_BLOCKs.
+  const refs = ['x:\u{1F600}', 'x:\uFF5E', 'x:a', 'x:B', 'x:a/10', 'x:a/2', 'fi.finlex:/akn#sec_1'];
+  for (let i = 0; refs.length < RANK_BLOCK + 5; i++) refs.push(`y:${(i * 7919) % 100003}`);
+  const dir = await tempDir('store-refs');
+  const open = async (name: string) => {
+    const db = new Level<string, Uint8Array>(join(dir, name), { keyEncoding: 'utf8', valueEncoding: 'view' });
+    await db.open();
+    return db;
+  };
+  const from = await open('from');
+  const to = await open('to');
+  try {
+    const unique = [...new Set(refs)];
+    await from.batch(unique.map((ref, docid) => ({ type: 'put' as const, key: KEY.ref(ref), value: Buffer.from(docid.toString(16).padStart(8, '0')) })));
+    const w = new BatchWriter(to);
+    await copyRefs(from, w, unique.length);
+    await w.flush();
+    const blocks = await to.getMany([KEY.rank(0), KEY.rank(1)]);
+    const ranks = new Uint32Array(Buffer.concat(blocks.map((b) => Buffer.from(b!))).buffer.slice(0));
+    const sorted = [...unique].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    assert.is(ranks.length, unique.length);
+    unique.forEach((ref, docid) => assert.is(ranks[docid], sorted.indexOf(ref), ref));
+    assert.ok(ranks[unique.indexOf('x:\u{1F600}')] < ranks[unique.indexOf('x:\uFF5E')]);
+    for (const ref of unique.slice(0, 20)) assert.is(Buffer.from((await to.get(KEY.ref(ref)))!).toString(), Buffer.from((await from.get(KEY.ref(ref)))!).toString());
+  } finally {
+    await from.close();
+    await to.close();
+  }
 });
 
 test('a changed input changes the store version', async () => {

@@ -77,25 +77,57 @@ function bruteForce(pid: string, query: string, limit: number): string[] {
   return scored.slice(0, limit).map((d) => d.ref);
 }
 
+// products whose only served data is EUR-Lex paragraphs
+const cases: [string, string][] = [
+  ['svc-agriculture-eu', 'export refunds'],
+  ['svc-agriculture-eu', 'commission regulation'],
+  ['svc-agriculture-eu', 'Member States shall notify the Commission'],
+  ['svc-agriculture-eu', 'article'],
+  ['svc-finance-eu', 'import duties'],
+  ['svc-finance-eu', 'export refunds products'],
+  ['svc-finance-eu', 'aid'],
+  ['svc-green-deal-eu', 'fire'],
+  ['svc-manufacturing-eu', 'products classes'],
+];
+
 test('ranking equals brute-force BM25 over the product (score, then unit id)', async () => {
-  // products whose only served data is EUR-Lex paragraphs
-  const cases: [string, string][] = [
-    ['svc-agriculture-eu', 'export refunds'],
-    ['svc-agriculture-eu', 'commission regulation'],
-    ['svc-agriculture-eu', 'Member States shall notify the Commission'],
-    ['svc-agriculture-eu', 'article'],
-    ['svc-finance-eu', 'import duties'],
-    ['svc-finance-eu', 'export refunds products'],
-    ['svc-finance-eu', 'aid'],
-    ['svc-green-deal-eu', 'fire'],
-    ['svc-manufacturing-eu', 'products classes'],
-  ];
   for (const [pid, q] of cases) {
     for (const limit of [1, 10, 40]) {
       const expected = bruteForce(pid, q, limit);
       assert.ok(expected.length > 0, `${q} has matches`);
       assert.equal(await refs(pid, q, limit), expected, `${pid} "${q}" limit ${limit}`);
     }
+  }
+});
+
+test('every reading strategy of the search gives the brute-force ranking', async () => {
+  // The fixture lists are short enough to be read in one round; these settings make the reader
+  // read one chunk at a time, prune, and finish either from forward vectors or from the lists.
+  const more: [string, string][] = [
+    ['svc-agriculture-eu', 'regulation application council'],
+    ['svc-agriculture-eu', 'council implementing regulation'],
+    ['svc-agriculture-eu', 'commission european communities regulation article'],
+    ['svc-agriculture-eu', 'products following market'],
+    ['svc-finance-eu', 'regulation'],
+    ['svc-finance-eu', 'member states commission'],
+  ];
+  await store.close(); // one handle per store and process
+  try {
+    for (const tuning of [{ round: 1, forwardCost: 0 }, { round: 1, forwardCost: 1e12 }, { round: 1, forwardCost: 30 }, { round: 200, forwardCost: 3 }]) {
+      const s = await openUnitStore(root, tuning);
+      try {
+        for (const [pid, q] of [...cases, ...more]) {
+          for (const limit of [1, 3, 10, 40]) {
+            const got = (await s.search(pid, q, limit)).map((u) => u.ref);
+            assert.equal(got, bruteForce(pid, q, limit), `${pid} "${q}" limit ${limit} ${JSON.stringify(tuning)}`);
+          }
+        }
+      } finally {
+        await s.close();
+      }
+    }
+  } finally {
+    store = await openUnitStore(root);
   }
 });
 

@@ -15,6 +15,7 @@ import { join, resolve } from 'node:path';
 import { Level } from 'level';
 import {
   KEY,
+  RANK_BLOCK,
   STORE_FORMAT,
   TOKENIZER,
   BM25,
@@ -119,9 +120,37 @@ class ForwardSpool {
   }
 }
 
-/** Copies one key range of the scratch database into the store, in key order. */
-async function copyRange(from: Db, w: BatchWriter, prefix: string): Promise<void> {
-  for await (const [key, value] of from.iterator({ gte: prefix, lt: prefix.slice(0, -1) + '~' })) await w.put(key, value.slice());
+/**
+ * Copies the r!<ref> -> docid entries of the scratch database into the store, in key order, and
+ * writes the ref order (o!<block>, see RANK_BLOCK) that the reader breaks score ties with.
+ */
+export async function copyRefs(from: Db, w: BatchWriter, docs: number): Promise<void> {
+  const ranks = new Uint32Array(docs);
+  const range = { gte: 'r!', lt: 'r~' };
+  const docidOf = (v: Uint8Array) => parseInt(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8'), 16);
+  let i = 0;
+  let prev: string | null = null;
+  let inJsOrder = true;
+  for await (const [key, value] of from.iterator(range)) {
+    await w.put(key, value.slice());
+    const ref = key.slice(2);
+    if (prev !== null && !(prev < ref)) inJsOrder = false;
+    prev = ref;
+    ranks[docidOf(value)] = i++;
+  }
+  if (i !== docs) throw new Error(`unit store: ${i} references for ${docs} units`);
+  if (!inJsOrder) {
+    // LevelDB orders keys by UTF-8 bytes, JavaScript strings by UTF-16 code units; the two differ
+    // only for characters beyond U+FFFF. Rare: sort once more in the order the reader uses.
+    const all: [string, number][] = [];
+    for await (const [key, value] of from.iterator(range)) all.push([key.slice(2), docidOf(value)]);
+    all.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    all.forEach(([, d], r) => (ranks[d] = r));
+  }
+  for (let b = 0; b * RANK_BLOCK < docs; b++) {
+    const part = ranks.subarray(b * RANK_BLOCK, Math.min(docs, (b + 1) * RANK_BLOCK));
+    await w.put(KEY.rank(b), new Uint8Array(part.buffer, part.byteOffset, part.byteLength));
+  }
 }
 
 export async function buildUnitStore(
@@ -334,9 +363,10 @@ export async function buildUnitStore(
     const idx = await index.finish(out, progress);
     progress(`index: ${idx.terms} terms, ${idx.postings} postings; copying look-up tables`);
     await spool.copyInto(out);
-    await copyRange(scratch, out, 'r!');
+    await copyRefs(scratch, out, nextDoc);
 
     hash.update(JSON.stringify(Object.entries(licences).sort()));
+    hash.update(`\nformat ${STORE_FORMAT}`);
     const storeVersion = `store-${hash.digest('hex').slice(0, 12)}`;
     const productMeta: Record<string, StoreProductMeta> = {};
     for (const pid of productIds) {
