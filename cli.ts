@@ -2,7 +2,6 @@
 // The one command-line entry: check, build, serve, ledger verify. Each has --help.
 import { Command, Option } from 'commander';
 import { resolve } from 'node:path';
-import { localAddresses } from './generator/addresses.ts';
 import { CatalogErrors } from './generator/errors.ts';
 
 const program = new Command()
@@ -38,12 +37,7 @@ program
   .addOption(new Option('--source-date-epoch <seconds>', 'build clock for reproducible output (also SOURCE_DATE_EPOCH)').argParser((v) => Number(v)))
   .action(async (o) => {
     const { build } = await import('./generator/build.ts');
-    const { loadCatalogSrc } = await import('./generator/load.ts');
-    let addresses: Record<string, string> = {};
-    if (o.local) {
-      const cat = await loadCatalogSrc(resolve(o.src));
-      addresses = { ...localAddresses(o.local === true ? DEFAULT_ORIGIN : o.local, cat.settings.addresses.publisher_url) };
-    }
+    const addresses: Record<string, string> = {};
     for (const [flag, key] of [['baseUrl', 'base_url'], ['mcpUrl', 'mcp_url'], ['docsUrl', 'docs_url'], ['publisherUrl', 'publisher_url']] as const)
       if (o[flag]) addresses[key] = o[flag];
     const started = Date.now();
@@ -52,6 +46,7 @@ program
       outDir: o.out,
       storeRoot: o.storeRoot,
       addresses,
+      localOrigin: o.local ? (o.local === true ? DEFAULT_ORIGIN : o.local) : undefined,
       noStore: o.store === false,
       skipBadRecords: !!o.skipBadRecords,
       sourceDateEpoch: o.sourceDateEpoch,
@@ -74,14 +69,12 @@ program
     // A fresh clone has neither: build them for the address we are about to listen on.
     if (o.rebuild || !existsSync(resolve(distDir, 'v1/lds/_catalog')) || !existsSync(resolve(storeRoot, 'CURRENT'))) {
       const { build } = await import('./generator/build.ts');
-      const { loadCatalogSrc } = await import('./generator/load.ts');
-      const cat = await loadCatalogSrc(resolve('catalog-src'));
       const host = o.host.includes(':') ? `[${o.host}]` : o.host;
       const result = await build({
         srcDir: 'catalog-src',
         outDir: distDir,
         storeRoot,
-        addresses: localAddresses(`http://${host}:${o.port}`, cat.settings.addresses.publisher_url),
+        localOrigin: `http://${host}:${o.port}`,
         progress: (msg) => console.error(`[build] ${msg}`),
       });
       console.error(`[build] ${result.version} ready`);

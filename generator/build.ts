@@ -7,7 +7,7 @@ import { buildCatalogue } from './catalog.ts';
 import { EMITTERS } from './emit/index.ts';
 import { emitHostingConfig } from './emit/headers.ts';
 import type { EmitContext, OutputFile } from './emit/types.ts';
-import { resolveAddresses } from './addresses.ts';
+import { localAddresses, resolveAddresses } from './addresses.ts';
 import { loadCatalogSrc } from './load.ts';
 import type { Addresses, CatalogSrc, StoreSummary } from './model.ts';
 import { contentVersion } from './version.ts';
@@ -17,6 +17,8 @@ export interface BuildOptions {
   outDir: string;
   storeRoot: string;
   addresses?: Partial<Addresses>;
+  /** Point base_url, mcp_url and docs_url at this origin (e.g. http://127.0.0.1:8080); explicit `addresses` still win. */
+  localOrigin?: string;
   /** Skip ingestion: counts are zero and _health says the store was not built. */
   noStore?: boolean;
   skipBadRecords?: boolean;
@@ -104,7 +106,8 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
 
   progress(`checking ${srcDir}`);
   const cat = await loadCatalogSrc(srcDir);
-  const addresses = resolveAddresses(cat.settings.addresses, opts.addresses ?? {});
+  const local = opts.localOrigin ? localAddresses(opts.localOrigin, cat.settings.addresses.publisher_url) : {};
+  const addresses = resolveAddresses(cat.settings.addresses, { ...local, ...opts.addresses });
 
   let store = emptyStore(builtAt);
   let report = 'unit store: not built (--no-store)';

@@ -35,9 +35,14 @@ export function balanceTokenForChallenge(secret: string, challengeId: string): N
   return { token, hash: hashToken(token) };
 }
 
+/** Hex SHA-256 of a UTF-8 string: how secrets (tokens, payment credentials) are kept. */
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
 /** Hex SHA-256 of a token string. */
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  return sha256Hex(token);
 }
 
 /** Shape check only (prefix + 43 base64url characters); says nothing about existence. */

@@ -27,11 +27,8 @@ import { LedgerUnavailableError, type Ledger, type LoggerLike } from './ledger.t
 import { Problem, PROBLEM_CONTENT_TYPE } from './problem.ts';
 import { observeCharges, redactTokens, type ChargeObservation } from './processors/observe.ts';
 import type { PaymentProcessor } from './processors/types.ts';
-import { createHash } from 'node:crypto';
 import type { TopupRecord } from './ledger-schema.ts';
-import { balanceTokenForChallenge, bearerToken, hashesEqual, hashToken, tokenHint } from './tokens.ts';
-
-const sha256Hex = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+import { balanceTokenForChallenge, bearerToken, hashesEqual, hashToken, sha256Hex, tokenHint } from './tokens.ts';
 
 export const TOPUP_PATH = '/v1/lds/balance/topup';
 export const TOPUP_CURRENCY = 'EUR';

@@ -3,7 +3,6 @@
 // mounted as `lds serve` mounts them, on a port chosen before the build so the published agent
 // card, catalogue and docs name the very server the clients talk to.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -14,6 +13,7 @@ import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer } from '../../payments/serve.ts';
 import { mountAgents } from '../../payments/agents-mount.ts';
 import { CATALOG_SRC } from './build.ts';
+import { freePort } from './http.ts';
 
 export interface AgentService {
   running: RunningServer;
@@ -28,16 +28,6 @@ export interface AgentService {
   close(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startAgentService(): Promise<AgentService> {
   const root = await mkdtemp(join(tmpdir(), 'lds-agents-'));

@@ -4,13 +4,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { build, type BuildResult } from '../../generator/build.ts';
-import { localAddresses } from '../../generator/addresses.ts';
-import { loadCatalogSrc } from '../../generator/load.ts';
 import { CATALOG_SRC, tempDir } from './build.ts';
+import { freePort } from './http.ts';
+
+export { freePort };
 
 export const NGINX_BIN = process.env.NGINX_BIN ?? '/usr/sbin/nginx';
 
@@ -24,18 +25,6 @@ export function requireNginx(): string {
   return NGINX_BIN;
 }
 
-/** A port nothing listens on right now (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -156,13 +145,12 @@ export async function buildAndServe(): Promise<HostedDist> {
   requireNginx();
   const port = await freePort();
   const distDir = join(await tempDir('hosted'), 'dist');
-  const cat = await loadCatalogSrc(CATALOG_SRC);
   const result = await build({
     srcDir: CATALOG_SRC,
     outDir: distDir,
     storeRoot: join(distDir, '..', 'store'),
     noStore: true,
-    addresses: localAddresses(`http://127.0.0.1:${port}`, cat.settings.addresses.publisher_url),
+    localOrigin: `http://127.0.0.1:${port}`,
   });
   const nginx = await startNginx(distDir, port);
   return { nginx, distDir, build: result, stop: () => nginx.stop() };

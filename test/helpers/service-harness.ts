@@ -12,6 +12,7 @@ import { CURRENT_FILE, KEY, type StoredUnit } from '../../contract/store-format.
 import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer, type StartOptions } from '../../payments/serve.ts';
 import { CATALOG_SRC } from './build.ts';
+import { bearer, postJson } from './http.ts';
 
 export interface Fixture {
   root: string;
@@ -70,11 +71,7 @@ export async function startTestServer(fx: Fixture, opts: StartOptions & { env?: 
   return { ...running, base: `${running.url}/v1`, varDir };
 }
 
-export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-}
-
-export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+export { bearer, postJson };
 
 /** The official mppx client with the stripe method, minting a sandbox SPT. */
 export function mppxClient(spt = 'spt_test_journey') {

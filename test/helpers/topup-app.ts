@@ -53,6 +53,4 @@ export async function startTopupApp(processor: PaymentProcessor): Promise<TopupA
   };
 }
 
-export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) });
-}
+export { postJson } from './http.ts';
