@@ -60,7 +60,10 @@ function problems(logger: Logger): Middleware {
     try {
       await next();
     } catch (err) {
-      if (err instanceof Problem) sendProblem(ctx, err);
+      if (err instanceof Problem) {
+        if (err.status >= 500) logger.error({ type: err.type, reason: (err as { reason?: string }).reason, method: ctx.method, path: ctx.path }, 'service unavailable');
+        sendProblem(ctx, err);
+      }
       else {
         // Koa's own http-errors (e.g. from a malformed URL) carry a safe status: keep 4xx ones.
         const status = (err as { status?: number; expose?: boolean }).status;

@@ -15,6 +15,7 @@
 import { mkdir } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { Level } from 'level';
+import { Problem } from './problem.ts';
 import { GroupCommitter, KeyedMutex, type BatchOp } from './ledger-commit.ts';
 import {
   ACCOUNT,
@@ -103,10 +104,20 @@ export interface StatementEntry {
 }
 
 /** The ledger is closed or has stopped after a failed write; answer 503 and restart. */
-export class LedgerUnavailableError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+/**
+ * The ledger refuses work (closed, or stopped after a failed write). A Problem, so every transport
+ * (draw, balance, top-up, MCP, A2A) answers the same 503 without a special case; the internal
+ * reason is kept for the log, not sent.
+ */
+export class LedgerUnavailableError extends Problem {
+  constructor(
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(503, 'ledger-unavailable', 'Ledger unavailable', 'The balance ledger is not accepting changes. Retry shortly: a paid draw is charged at most once per quote_id and a top-up credential is credited at most once.');
     this.name = 'LedgerUnavailableError';
+    this.message = `ledger unavailable: ${reason}`; // for logs and stack traces; clients get `detail`
+    if (options?.cause !== undefined) (this as { cause?: unknown }).cause = options.cause;
   }
 }
 

@@ -364,11 +364,11 @@ function writeProblem(ctx: Context, p: Problem): void {
 }
 
 function respondError(ctx: Context, e: unknown, logger?: LoggerLike): void {
-  if (e instanceof Problem) return writeProblem(ctx, e);
   if (e instanceof LedgerUnavailableError) {
-    logger?.error({ err: e.message }, 'top-up: ledger unavailable');
+    logger?.error({ err: e.reason }, 'top-up: ledger unavailable');
     return writeProblem(ctx, new Problem(503, TOPUP_PROBLEMS.ledgerUnavailable, 'Ledger unavailable', 'the balance ledger is not accepting changes; if you were charged, resend the same request with the same credential after a short wait'));
   }
+  if (e instanceof Problem) return writeProblem(ctx, e);
   logger?.error({ err: redactTokens(e instanceof Error ? e.message : String(e)) }, 'top-up: internal error');
   writeProblem(ctx, new Problem(500, TOPUP_PROBLEMS.internal, 'Internal error', 'the top-up failed; nothing was credited unless a later request with the same credential says so'));
 }

@@ -246,4 +246,21 @@ test('unknown units are named (404); held sources are never quoted', async () =>
   }
 });
 
+// Last: it closes the ledger under the running server.
+test('a ledger that refuses work is a 503 problem on every money route, never a 500', async () => {
+  const token = await topUp(srv.base, '5.00');
+  const draw = { product_id: PRODUCT, units: refs.slice(60, 62) };
+  const q = (await (await postJson(`${srv.base}/lds/draw`, draw)).json()) as any;
+  await srv.ledger.close();
+  const answers = [
+    await postJson(`${srv.base}/lds/draw`, { ...draw, quote_id: q.quote_id }, bearer(token)),
+    await fetch(`${srv.base}/lds/balance`, { headers: bearer(token) }),
+  ];
+  for (const res of answers) {
+    assert.is(res.status, 503);
+    assert.is(res.headers.get('content-type'), 'application/problem+json');
+    assert.is(((await res.json()) as any).type, `${PROBLEM_BASE}ledger-unavailable`);
+  }
+});
+
 test.run();
