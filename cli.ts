@@ -1,7 +1,8 @@
 #!/usr/bin/env -S npx tsx
 // The one command-line entry: check, build, serve, ledger verify. Each has --help.
 import { Command, Option } from 'commander';
-import { resolve } from 'node:path';
+import { relative, resolve } from 'node:path';
+import { dataPaths } from './payments/config.ts';
 import { CatalogErrors } from './generator/errors.ts';
 
 const program = new Command()
@@ -10,6 +11,12 @@ const program = new Command()
   .showHelpAfterError();
 
 const DEFAULT_ORIGIN = 'http://127.0.0.1:8080';
+
+/** A default path as the user would type it: relative inside the checkout, absolute elsewhere. */
+function shown(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel === '' || rel.startsWith('..') ? path : rel;
+}
 
 program
   .command('check')
@@ -25,8 +32,8 @@ program
   .command('build')
   .description('build dist/ (catalogue, DCAT, agent card, machine index, OpenAPI, docs, pages, hosting config) and the private unit store')
   .option('--src <dir>', 'publisher definitions', 'catalog-src')
-  .option('--out <dir>', 'output folder, replaced only when the build succeeds', process.env.LDS_DIST_DIR ?? 'dist')
-  .option('--store-root <dir>', 'unit store root (private, never published)', process.env.LDS_STORE_DIR ?? 'var/store')
+  .option('--out <dir>', 'output folder, replaced only when the build succeeds (also LDS_DIST_DIR)', shown(dataPaths().distDir))
+  .option('--store-root <dir>', 'unit store root, private, never published (also LDS_STORE_DIR, LDS_VAR_DIR)', shown(dataPaths().storeRoot))
   .option('--local [origin]', `point every service address at a local origin (default ${DEFAULT_ORIGIN})`)
   .option('--base-url <url>', 'override base_url (also LDS_BASE_URL); must end in /v1')
   .option('--mcp-url <url>', 'override mcp_url (also LDS_MCP_URL)')
@@ -64,8 +71,9 @@ program
   .option('--rebuild', 'rebuild dist/ and the unit store before serving')
   .action(async (o: { port: string; host: string; rebuild?: boolean }) => {
     const { existsSync } = await import('node:fs');
-    const distDir = process.env.LDS_DIST_DIR ?? 'dist';
-    const storeRoot = process.env.LDS_STORE_DIR ?? 'var/store';
+    const { loadConfig } = await import('./payments/config.ts');
+    const config = await loadConfig({ port: Number(o.port), host: o.host });
+    const { distDir, storeRoot } = config;
     // A fresh clone has neither: build them for the address we are about to listen on.
     if (o.rebuild || !existsSync(resolve(distDir, 'v1/lds/_catalog')) || !existsSync(resolve(storeRoot, 'CURRENT'))) {
       const { build } = await import('./generator/build.ts');
@@ -80,14 +88,14 @@ program
       console.error(`[build] ${result.version} ready`);
     }
     const { serveFromCli } = await import('./payments/serve.ts');
-    await serveFromCli({ port: Number(o.port), host: o.host });
+    await serveFromCli(config);
   });
 
 const ledger = program.command('ledger').description('ledger operations');
 ledger
   .command('verify')
   .description('verify the whole ledger: entries sum to zero, balances match, nothing debited or credited twice; exits 1 on any violation')
-  .option('--dir <dir>', 'ledger database', process.env.LDS_LEDGER_DIR ?? 'var/ledger')
+  .option('--dir <dir>', 'ledger database (also LDS_LEDGER_DIR, LDS_VAR_DIR)', shown(dataPaths().ledgerDir))
   .action(async (o: { dir: string }) => {
     const { verifyLedger, formatViolations } = await import('./payments/ledger-verify.ts');
     const violations = await verifyLedger(resolve(o.dir));

@@ -9,10 +9,15 @@ export const ADDRESS_ENV: Record<keyof Addresses, string> = {
   publisher_url: 'LDS_PUBLISHER_URL',
 };
 
-/** The addresses a local service on `origin` answers at. publisher_url stays the publisher's. */
-export function localAddresses(origin: string, publisherUrl: string): Addresses {
+/** The service's own addresses on a local `origin`; publisher_url is not the service's, so it is left alone. */
+export function localServiceAddresses(origin: string): Omit<Addresses, 'publisher_url'> {
   const o = origin.replace(/\/$/, '');
-  return { base_url: `${o}/v1`, mcp_url: `${o}/mcp`, docs_url: `${o}/docs/`, publisher_url: publisherUrl };
+  return { base_url: `${o}/v1`, mcp_url: `${o}/mcp`, docs_url: `${o}/docs/` };
+}
+
+/** A complete local address set (tests, benchmarks): the service on `origin`, the given publisher. */
+export function localAddresses(origin: string, publisherUrl: string): Addresses {
+  return { ...localServiceAddresses(origin), publisher_url: publisherUrl };
 }
 
 /** Precedence: explicit override > environment > catalog-src. Validates the result. */

@@ -7,7 +7,7 @@ import { buildCatalogue } from './catalog.ts';
 import { EMITTERS } from './emit/index.ts';
 import { emitHostingConfig } from './emit/headers.ts';
 import type { EmitContext, OutputFile } from './emit/types.ts';
-import { localAddresses, resolveAddresses } from './addresses.ts';
+import { localServiceAddresses, resolveAddresses } from './addresses.ts';
 import { loadCatalogSrc } from './load.ts';
 import type { Addresses, CatalogSrc, StoreSummary } from './model.ts';
 import { contentVersion } from './version.ts';
@@ -106,7 +106,8 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
 
   progress(`checking ${srcDir}`);
   const cat = await loadCatalogSrc(srcDir);
-  const local = opts.localOrigin ? localAddresses(opts.localOrigin, cat.settings.addresses.publisher_url) : {};
+  // Only the service's addresses move; publisher_url keeps catalog-src's value or LDS_PUBLISHER_URL.
+  const local = opts.localOrigin ? localServiceAddresses(opts.localOrigin) : {};
   const addresses = resolveAddresses(cat.settings.addresses, { ...local, ...opts.addresses });
 
   let store = emptyStore(builtAt);

@@ -102,10 +102,25 @@ export interface ConfigFlags {
   host?: string;
 }
 
+/**
+ * Where the build output and the data live. One rule for the service, `serve`'s build-if-missing,
+ * `build`'s defaults and `ledger verify`, so they all find the same folders.
+ */
+export function dataPaths(env: NodeJS.ProcessEnv = process.env) {
+  const varDir = resolve(env.LDS_VAR_DIR || 'var');
+  return {
+    distDir: resolve(env.LDS_DIST_DIR || 'dist'),
+    varDir,
+    storeRoot: resolve(env.LDS_STORE_DIR || join(varDir, 'store')),
+    ledgerDir: resolve(env.LDS_LEDGER_DIR || join(varDir, 'ledger')),
+    secretsDir: resolve(env.LDS_SECRETS_DIR || join(varDir, 'secrets')),
+  };
+}
+
 export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Promise<ServiceConfig> {
   const production = env.NODE_ENV === 'production';
-  const varDir = resolve(env.LDS_VAR_DIR || 'var');
-  const secretsDir = resolve(env.LDS_SECRETS_DIR || join(varDir, 'secrets'));
+  const paths = dataPaths(env);
+  const { secretsDir } = paths;
   // Same variable and default as payments/processors/index.ts (processorFromEnv), which builds it.
   const processor = (env.PAYMENT_PROCESSOR || (production ? 'stripe' : 'sandbox')) as ProcessorName;
   if (processor !== 'sandbox' && processor !== 'stripe') throw new ConfigError(`PAYMENT_PROCESSOR must be sandbox or stripe: ${processor}`);
@@ -125,11 +140,7 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     port,
     host: flags.host ?? (env.HOST || '127.0.0.1'),
     production,
-    distDir: resolve(env.LDS_DIST_DIR || 'dist'),
-    varDir,
-    storeRoot: resolve(env.LDS_STORE_DIR || join(varDir, 'store')),
-    ledgerDir: resolve(env.LDS_LEDGER_DIR || join(varDir, 'ledger')),
-    secretsDir,
+    ...paths,
     quoteSecret: await secret('LDS_QUOTE_SECRET', 'quote-hmac.key'),
     mppSecret: (await secret('MPP_SECRET_KEY', 'mpp-secret.key')).toString('utf8'),
     processor,

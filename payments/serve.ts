@@ -165,8 +165,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
 }
 
 /** `lds serve`: configuration from flags and env, JSON logs, drain on SIGTERM/SIGINT. */
-export async function serveFromCli(flags: { port?: number; host?: string } = {}): Promise<void> {
-  const config = await loadConfig(flags);
+export async function serveFromCli(config: ServiceConfig): Promise<void> {
   const logger = createLogger(config.logLevel);
   const running = await startServer(config, { logger, mount: await agentMounts() });
   console.error(`serving ${running.url} (processor ${config.processor}; data under ${config.varDir})`);
