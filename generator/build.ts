@@ -51,6 +51,7 @@ function emptyStore(builtAt: string): StoreSummary {
  * documents are made from: inputs, addresses, clock and what the store holds.
  */
 export function emitContext(cat: CatalogSrc, addresses: Addresses, store: StoreSummary, builtAt: string): EmitContext {
+  const draft = buildCatalogue(cat, addresses, store, builtAt, '');
   const content = {
     settings: cat.settings,
     licences: [...cat.licences.values()],
@@ -58,10 +59,11 @@ export function emitContext(cat: CatalogSrc, addresses: Addresses, store: StoreS
     products: cat.products,
     inputs_sha256: cat.inputs_sha256 ?? null,
     addresses,
-    catalogue: buildCatalogue(cat, addresses, store, builtAt, ''),
+    catalogue: draft,
   };
   const version = contentVersion('catalogue', content);
-  return { cat, addresses, builtAt, version, catalogue: buildCatalogue(cat, addresses, store, builtAt, version) };
+  // The version is the only field that differs between the hashed draft and the published document.
+  return { cat, addresses, builtAt, version, catalogue: { ...draft, version } };
 }
 
 export function renderAll(ctx: EmitContext): OutputFile[] {

@@ -1,6 +1,7 @@
 // Reads catalog-src/, validates every file against its JSON Schema, then cross-checks the files
 // against each other. Collects every error before failing, so `check` reports them all at once.
 import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -62,12 +63,16 @@ async function jsonFiles(dir: string): Promise<string[]> {
   }
 }
 
+/** SHA-256 of a file, streamed (data exports may be many GiB); null when there is no such file. */
 async function sha256File(path: string): Promise<string | null> {
+  const h = createHash('sha256');
   try {
-    return createHash('sha256').update(await readFile(path)).digest('hex');
-  } catch {
-    return null;
+    for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
+  } catch (err) {
+    if (['ENOENT', 'EISDIR', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return null;
+    throw err;
   }
+  return h.digest('hex');
 }
 
 /**
@@ -80,7 +85,11 @@ async function treeSha256(root: string): Promise<string> {
     .map((e) => relative(root, join(e.parentPath ?? (e as unknown as { path: string }).path, e.name)))
     .sort();
   const h = createHash('sha256');
-  for (const f of files) h.update(`${f}\0${await sha256File(join(root, f))}\n`);
+  for (const f of files) {
+    const digest = await sha256File(join(root, f));
+    if (digest === null) throw new Error(`catalog-src/${f} vanished while it was being read`);
+    h.update(`${f}\0${digest}\n`);
+  }
   return h.digest('hex');
 }
 
@@ -121,11 +130,11 @@ export async function loadCatalogSrc(root: string): Promise<CatalogSrc> {
   }
 
   const sources = new Map<string, Source>();
-  const sourceFiles = new Map<string, string>();
+  const sourceFiles = new Set<string>();
   for (const f of await jsonFiles(join(root, 'sources'))) {
     const rel = `sources/${f}`;
     // A file that exists but is broken is reported once, not again by every product naming it.
-    sourceFiles.set(f.replace(/\.json$/, ''), rel);
+    sourceFiles.add(f.replace(/\.json$/, ''));
     const src = await read<Source>(rel, 'source');
     if (!src) continue;
     if (`${src.id}.json` !== f) errors.push({ file: rel, pointer: '/id', reason: `id "${src.id}" does not match the file name` });
@@ -183,7 +192,7 @@ export async function loadCatalogSrc(root: string): Promise<CatalogSrc> {
   if (settings) {
     const ids = new Set(products.map((p) => p.product_id));
     settings.agent_skill_order.forEach((id, i) => {
-      if (!ids.has(id) && !productFiles.has(id)) errors.push({ file: 'catalogue.json', pointer: pointer('agent_skill_order', i), reason: `unknown product "${id}"` });
+      if (!productFiles.has(id)) errors.push({ file: 'catalogue.json', pointer: pointer('agent_skill_order', i), reason: `unknown product "${id}"` });
     });
     for (const id of ids)
       if (!settings.agent_skill_order.includes(id)) errors.push({ file: 'catalogue.json', pointer: '/agent_skill_order', reason: `product "${id}" is missing` });
