@@ -15,7 +15,7 @@ import { once } from 'node:events';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { tokenize, STOP_WORDS } from '../contract/store-format.ts';
+import { tokenize } from '../contract/store-format.ts';
 import { readLines } from '../generator/ingest/lines.ts';
 import type { Source } from '../generator/model.ts';
 
@@ -58,12 +58,12 @@ async function realActs(): Promise<{ celex_id: string; eurovoc_concepts: { all_l
 }
 
 /** The fixed query set: 100 queries of 1-3 words taken from real English paragraphs (seeded). */
-export async function benchQueries(): Promise<string[]> {
+async function benchQueries(): Promise<string[]> {
   const paras = await realParagraphs();
   const r = rng(SEED ^ 0x5eed);
   const out: string[] = [];
   while (out.length < 100) {
-    const words = tokenize(paras[Math.floor(r() * paras.length)].text.en).filter((w) => w.length >= 4 && !/^\d+$/.test(w) && !STOP_WORDS.has(w));
+    const words = tokenize(paras[Math.floor(r() * paras.length)].text.en).filter((w) => w.length >= 4 && !/^\d+$/.test(w)); // tokenize already drops stop words
     if (words.length < 3) continue;
     const n = 1 + Math.floor(r() * 3);
     const q = new Set<string>();
@@ -248,10 +248,7 @@ async function child(phase: string): Promise<Record<string, any>> {
 }
 
 const phase = process.argv[2];
-const isMain = process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url);
-if (!isMain) {
-  // imported (for benchQueries): run nothing
-} else if (phase) {
+if (phase) {
   console.log(JSON.stringify(await phases[phase]()));
 } else {
   const started = new Date().toISOString();

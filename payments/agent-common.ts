@@ -7,7 +7,6 @@ import type { Context } from 'koa';
 import * as z from 'zod';
 import type { DrawRequest } from './draw-service.ts';
 import { Problem } from './problem.ts';
-import { bearerToken } from './tokens.ts';
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
 
@@ -50,15 +49,7 @@ export async function readJsonBody(ctx: Context, limit = DEFAULT_MAX_BODY_BYTES)
   }
 }
 
-/**
- * The balance token from `Authorization: Bearer <token>`, read as the HTTP API reads it: absent →
- * undefined; present but not a well-formed token → 'malformed', which the service refuses as an
- * unknown balance token (401) when paying, and ignores when quoting.
- */
-export function balanceTokenOf(header: string | undefined): string | undefined {
-  const t = bearerToken(header || undefined);
-  return t === null ? undefined : t;
-}
+export { balanceTokenOf } from './tokens.ts';
 
 /** Problem details (JSON) for anything thrown by the service or an adapter. Never leaks internals. */
 export function problemOf(err: unknown): Record<string, unknown> {

@@ -15,7 +15,7 @@ import { rateLimitMiddleware } from './http-ratelimit.ts';
 import type { RequestValidator } from './openapi-validate.ts';
 import { PROBLEM_CONTENT_TYPE, Problem } from './problem.ts';
 import { staticMiddleware, type StaticSite } from './static.ts';
-import { bearerToken } from './tokens.ts';
+import { balanceTokenOf } from './tokens.ts';
 
 /** What an adapter (MCP, A2A) gets to mount itself: add middleware with app.use or routes on router. */
 export interface MountContext {
@@ -94,12 +94,6 @@ function setQuoteHeaders(ctx: Context, quote: QuoteBody, drawUrl: string): void 
   if (quote.payable_from_balance) ctx.set('Link', paymentLink(drawUrl));
 }
 
-/** The balance token, or undefined. A Bearer value that cannot be a token is kept so pay/balance can refuse it with 401. */
-function tokenOf(ctx: Context): string | undefined {
-  const t = bearerToken(ctx.get('authorization') || undefined);
-  if (t === null) return undefined;
-  return t === 'malformed' ? 'malformed' : t;
-}
 
 export function createApp(o: AppOptions): { app: Koa; router: Router } {
   const app = new Koa();
@@ -118,7 +112,7 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
     const body = await readJsonBody(ctx, maxBody);
     o.validator.body('draw', body);
     const req = body as DrawRequest & { quote_id?: string };
-    const token = tokenOf(ctx);
+    const token = balanceTokenOf(ctx.get('authorization'));
     if (req.quote_id !== undefined) {
       try {
         const paid = await o.service.pay(req as DrawRequest & { quote_id: string }, token ?? '');
@@ -147,7 +141,7 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
   const drawFastPath: Middleware = (ctx, next) => (ctx.method === 'POST' && ctx.path === drawPath ? draw(ctx) : next());
 
   router.get('/lds/balance', async (ctx) => {
-    const token = tokenOf(ctx);
+    const token = balanceTokenOf(ctx.get('authorization'));
     const view = await o.service.balance(token ?? '');
     ctx.set('Cache-Control', 'no-store');
     ctx.body = view;

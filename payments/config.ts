@@ -1,5 +1,5 @@
-// Service configuration: one table of settings, each from a flag (serveFromCli), then the
-// environment, then a default. Secrets are never defaults: a local start generates them once under
+// Service configuration (the README's table): each setting from a flag, then the environment, then
+// a default. Secrets are never defaults: a local start generates them once under
 // var/secrets (mode 0600) so restarts keep quotes and MPP challenges valid; production
 // (NODE_ENV=production) must supply them and may not use the sandbox processor.
 import { randomBytes } from 'node:crypto';
@@ -31,31 +31,6 @@ export interface ServiceConfig {
   /** How long SIGTERM waits for in-flight requests before closing anyway. */
   shutdownGraceMs: number;
 }
-
-/** The configuration table (README): setting, env, flag, default, meaning. Kept beside the code it documents. */
-export const CONFIG_TABLE: [setting: string, env: string, flag: string, dflt: string, meaning: string][] = [
-  ['port', 'PORT', '--port', '8080', 'TCP port to listen on (0 picks a free one)'],
-  ['host', 'HOST', '--host', '127.0.0.1', 'address to listen on'],
-  ['production', 'NODE_ENV', '', '(unset)', '`production` refuses the sandbox processor and requires both secrets from the environment'],
-  ['distDir', 'LDS_DIST_DIR', '', 'dist', 'the built site: served as is, and the OpenAPI document requests are validated against'],
-  ['varDir', 'LDS_VAR_DIR', '', 'var', 'parent of the store, ledger and secrets folders'],
-  ['storeRoot', 'LDS_STORE_DIR', '', '$LDS_VAR_DIR/store', 'unit store root (CURRENT names the version to open)'],
-  ['ledgerDir', 'LDS_LEDGER_DIR', '', '$LDS_VAR_DIR/ledger', 'ledger LevelDB (balances, draws, top-ups)'],
-  ['secretsDir', 'LDS_SECRETS_DIR', '', '$LDS_VAR_DIR/secrets', 'where a local start keeps its generated secrets (mode 0600)'],
-  ['quoteSecret', 'LDS_QUOTE_SECRET', '', 'generated (local)', 'HMAC key of quote ids, at least 32 bytes (used as given); required in production'],
-  ['mppSecret', 'MPP_SECRET_KEY', '', 'generated (local)', 'mppx server secret key binding MPP challenges, at least 32 bytes; required in production'],
-  ['processor', 'PAYMENT_PROCESSOR', '', 'sandbox (stripe under production)', '`sandbox` (in-process, accepts spt_… except spt_sandbox_decline) or `stripe`; production refuses sandbox'],
-  ['(stripe)', 'STRIPE_SECRET_KEY', '', '(none)', 'Stripe secret or restricted key; required with the stripe processor'],
-  ['(stripe)', 'STRIPE_NETWORK_ID', '', '(none)', 'Stripe profile / network id advertised in the MPP challenge (alias STRIPE_PROFILE_ID); required with stripe'],
-  ['(stripe)', 'STRIPE_PAYMENT_METHOD_TYPES', '', 'card', 'comma list of payment method types in the challenge'],
-  ['(stripe)', 'STRIPE_API_BASE', '', 'https://api.stripe.com', 'point the Stripe SDK elsewhere (stripe-mock, a test fake)'],
-  ['quoteTtlSeconds', 'LDS_QUOTE_TTL_SECONDS', '', '900', 'quote lifetime (15 minutes)'],
-  ['rateLimitPerSecond', 'LDS_RATE_LIMIT_RPS', '', '20', 'API requests per second per client address (token bucket refill); 0 disables'],
-  ['rateLimitBurst', 'LDS_RATE_LIMIT_BURST', '', '40', 'token bucket capacity (burst) per client address'],
-  ['trustProxy', 'LDS_TRUST_PROXY', '', 'false', 'take the client address from X-Forwarded-For (only behind a proxy you run)'],
-  ['logLevel', 'LOG_LEVEL', '', 'info', 'pino log level (JSON logs on stdout; tokens and Authorization headers are redacted)'],
-  ['shutdownGraceMs', 'LDS_SHUTDOWN_GRACE_MS', '', '10000', 'on SIGTERM/SIGINT: time to drain in-flight requests before closing the databases'],
-];
 
 export const MIN_SECRET_BYTES = 32;
 

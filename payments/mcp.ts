@@ -310,12 +310,6 @@ function errorResult(err: unknown): CallToolResult {
   return { isError: true, content: [{ type: 'text', text }, { type: 'text', text: JSON.stringify(problem) }], structuredContent: problem };
 }
 
-/** One MCP Server with the five tools (for other transports, e.g. stdio or in-memory tests). */
-export function createMcpServer(service: DrawService, opts: McpOptions = {}): Server {
-  const defs = toolDefs(service, opts);
-  return buildServer(defs, listing(defs), opts);
-}
-
 function listing(defs: ToolDef[]): Tool[] {
   return defs.map((d) => ({
     name: d.name,

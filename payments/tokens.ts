@@ -81,3 +81,13 @@ export function bearerToken(header: string | undefined | null): string | null | 
 export function tokenHint(hash: string): string {
   return `bal#${hash.slice(0, 8)}`;
 }
+
+/**
+ * The balance token from `Authorization: Bearer <token>`, read as the HTTP API reads it: absent →
+ * undefined; present but not a well-formed token → 'malformed', which the service refuses as an
+ * unknown balance token (401) when paying, and ignores when quoting.
+ */
+export function balanceTokenOf(header: string | undefined): string | undefined {
+  const t = bearerToken(header || undefined);
+  return t === null ? undefined : t;
+}

@@ -62,7 +62,7 @@ export interface TopupHandlerOptions {
   processor: PaymentProcessor;
   /** MPP realm, e.g. the public host name */
   realm: string;
-  /** HMAC key binding challenges to this server (at least 32 bytes); see loadOrCreateSecret */
+  /** HMAC key binding challenges to this server (at least 32 bytes; payments/config.ts loads or makes it) */
   secretKey: string;
   logger?: LoggerLike;
   minimumCents?: number;
@@ -375,32 +375,6 @@ function respondError(ctx: Context, e: unknown, logger?: LoggerLike): void {
 
 function short(challengeId: string): string {
   return challengeId.slice(0, 12);
-}
-
-// --------------------------------------------------------------------------- secrets
-
-/**
- * The MPP challenge key from MPP_SECRET_KEY, or else a random one persisted at `file` (mode 0600)
- * so challenges survive a restart of a local server.
- */
-export async function loadOrCreateSecret(file: string, env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  if (env.MPP_SECRET_KEY) {
-    if (Buffer.byteLength(env.MPP_SECRET_KEY) < 32) throw new Error('MPP_SECRET_KEY must be at least 32 bytes');
-    return env.MPP_SECRET_KEY;
-  }
-  const { readFile, writeFile, mkdir } = await import('node:fs/promises');
-  const { dirname } = await import('node:path');
-  const { randomBytes } = await import('node:crypto');
-  try {
-    const s = (await readFile(file, 'utf8')).trim();
-    if (Buffer.byteLength(s) >= 32) return s;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-  }
-  const secret = randomBytes(32).toString('base64url');
-  await mkdir(dirname(file), { recursive: true });
-  await writeFile(file, secret + '\n', { mode: 0o600 });
-  return secret;
 }
 
 // --------------------------------------------------------------------------- client side
