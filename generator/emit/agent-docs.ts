@@ -8,6 +8,7 @@
 import { a2aUrl } from '../addresses.ts';
 import type { DocSection } from './docs.ts';
 import type { EmitContext } from './types.ts';
+import { fence, shq } from './markdown.ts';
 
 /** Everything an example names; derived from the catalogue so it always names what exists. */
 export interface AgentExampleInput {
@@ -47,12 +48,6 @@ export function agentExampleInput(ctx: { addresses: EmitContext['addresses']; ca
   };
 }
 
-const fence = (lang: string, body: string) => `\`\`\`${lang}\n${body}\n\`\`\``;
-
-/** A shell single-quoted word. */
-function shq(text: string): string {
-  return `'${text.replace(/'/g, `'\\''`)}'`;
-}
 
 /**
  * A complete TypeScript program (ESM, run with tsx) that lists the tools, quotes a draw, pays it

@@ -10,6 +10,7 @@ import { type Emitter, type EmitContext, MARKDOWN_TYPE, TEXT_TYPE } from './type
 import { docsPath, machineDocuments, siteUrls } from './site.ts';
 import { DRAW_BOUNDS, openApiDocument } from './openapi.ts';
 import { AGENT_DOC_SECTIONS } from './agent-docs.ts';
+import { fence, shq } from './markdown.ts';
 
 export interface DocSection {
   /** Section heading (an H2); the table of contents links to it. */
@@ -36,12 +37,6 @@ export function anchor(title: string): string {
   return title.toLowerCase().replace(/[^a-z0-9 -]/g, '').trim().replace(/ /g, '-');
 }
 
-/** A shell single-quoted word. */
-export function shq(text: string): string {
-  return `'${text.replace(/'/g, `'\\''`)}'`;
-}
-
-const fence = (lang: string, body: string) => `\`\`\`${lang}\n${body}\n\`\`\``;
 
 /** Digits grouped by thousands (12345 -> 12,345), independent of the machine's locale. */
 export function groupDigits(n: number): string {

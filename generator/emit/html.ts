@@ -4,7 +4,8 @@
 // reads well from disk; machine documents are linked at their published addresses.
 import type { CatalogueProduct } from '../catalog.ts';
 import { type Emitter, type EmitContext, HTML_TYPE } from './types.ts';
-import { groupDigits, licenceBrief, shq } from './docs.ts';
+import { groupDigits, licenceBrief } from './docs.ts';
+import { shq } from './markdown.ts';
 import { machineDocuments, productPagePath, siteUrls } from './site.ts';
 
 /** Escapes text for HTML element content and double- or single-quoted attribute values. */

@@ -11,6 +11,7 @@ import { localAddresses } from '../../generator/addresses.ts';
 import { CURRENT_FILE, KEY, type StoredUnit } from '../../contract/store-format.ts';
 import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer, type StartOptions } from '../../payments/serve.ts';
+import { payTopup } from '../../payments/topup.ts';
 import { CATALOG_SRC } from './build.ts';
 import { bearer, postJson } from './http.ts';
 
@@ -78,13 +79,9 @@ export function mppxClient(spt = 'spt_test_journey') {
   return Mppx.create({ polyfill: false, methods: [stripe.charge({ paymentMethod: 'pm_card_visa', createToken: async () => spt })] });
 }
 
-/** Tops up through MPP (402 challenge -> credential -> 200); returns the new balance token. */
+/** Tops up through MPP (402 challenge -> credential -> 200) with the service's own mppx client helper; returns the new balance token. */
 export async function topUp(base: string, amount = '5.00', spt = 'spt_test_topup'): Promise<string> {
-  const res = await mppxClient(spt).fetch(`${base}/lds/balance/topup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ amount, currency: 'EUR' }),
-  });
+  const res = await payTopup(`${base}/lds/balance/topup`, amount, { spt });
   const body = (await res.json()) as { balance_token?: string };
   if (res.status !== 200 || !body.balance_token) throw new Error(`top-up failed: ${res.status} ${JSON.stringify(body)}`);
   return body.balance_token;
