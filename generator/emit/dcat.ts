@@ -54,7 +54,9 @@ interface EuroVocTables {
   descriptors: Map<string, string>; // EuroVoc id -> label
 }
 
-const tablesCache = new Map<string, EuroVocTables>();
+// Per loaded catalog-src (one read for the 14 documents of a build); a new load reads the files again,
+// so a long-lived process that rebuilds after an edit never shows old labels.
+const tablesCache = new WeakMap<CatalogSrc, EuroVocTables>();
 
 function eurovocDir(cat: CatalogSrc): string {
   for (const src of cat.sources.values()) {
@@ -69,15 +71,15 @@ function readCsv(file: string): Record<string, string>[] {
 }
 
 function eurovocTables(cat: CatalogSrc): EuroVocTables {
-  const dir = eurovocDir(cat);
-  let t = tablesCache.get(dir);
+  let t = tablesCache.get(cat);
   if (!t) {
+    const dir = eurovocDir(cat);
     t = {
       domains: new Map(readCsv(join(dir, 'domains.csv')).map((r) => [r.domain_code, { id: r.domain_eurovoc_id, label: r.label_en }])),
       microthesauri: new Map(readCsv(join(dir, 'microthesauri.csv')).map((r) => [r.mt_eurovoc_id, r.label_en])),
       descriptors: new Map(readCsv(join(dir, 'descriptors.csv')).map((r) => [r.descriptor_id, r.label_en])),
     };
-    tablesCache.set(dir, t);
+    tablesCache.set(cat, t);
   }
   return t;
 }
