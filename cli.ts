@@ -97,7 +97,7 @@ ledger
   .description('verify the whole ledger: entries sum to zero, balances match, nothing debited or credited twice; exits 1 on any violation')
   .option('--dir <dir>', 'ledger database (also LDS_LEDGER_DIR, LDS_VAR_DIR)', shown(dataPaths().ledgerDir))
   .action(async (o: { dir: string }) => {
-    const { verifyLedger, formatViolations } = await import('./payments/ledger-verify.ts');
+    const { verifyLedger, formatViolations } = await import('./payments/ledger/verify.ts');
     const violations = await verifyLedger(resolve(o.dir));
     if (violations.length) {
       console.error(formatViolations(violations));

@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { Level } from 'level';
 import { build } from '../generator/build.ts';
 import { localAddresses } from '../generator/addresses.ts';
-import { payTopup } from '../payments/topup.ts';
+import { payTopup } from '../payments/topup/client.ts';
 
 // autocannon ships no types (and @types/autocannon is not a dependency): the slice used here.
 interface CannonResult {

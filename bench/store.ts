@@ -166,7 +166,7 @@ function latencies(ms: number[]) {
 
 // ---- phase: queries on the store ---------------------------------------------------------------
 async function query(): Promise<Record<string, unknown>> {
-  const { openUnitStore } = await import('../payments/unit-store.ts');
+  const { openUnitStore } = await import('../payments/store/unit-store.ts');
   const queries = await benchQueries();
   const rssBefore = process.memoryUsage().rss / 2 ** 20;
   const store = await openUnitStore(STORE);

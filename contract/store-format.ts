@@ -59,7 +59,7 @@ export interface StoreMeta {
   products: Record<string, StoreProductMeta>;
 }
 
-/** Read side, implemented in payments/unit-store.ts. */
+/** Read side, implemented in payments/store/unit-store.ts. */
 export interface UnitStoreReader {
   readonly meta: StoreMeta;
   /** Units by reference within a product, in request order; references not in the product are listed in `unknown`. */

@@ -7,14 +7,14 @@ import type { AddressInfo, Socket } from 'node:net';
 import pino, { type Logger } from 'pino';
 import type { CatalogueDoc } from '../contract/catalogue.ts';
 import type { UnitStoreReader } from '../contract/store-format.ts';
-import { createApp, type Mount } from './app.ts';
+import { createApp, type Mount } from './http/app.ts';
 import { loadConfig, type ServiceConfig } from './config.ts';
-import { StoreDrawService } from './draw.ts';
-import { Ledger } from './ledger.ts';
-import { createRequestValidator } from './openapi-validate.ts';
+import { StoreDrawService } from './draw/store-service.ts';
+import { Ledger } from './ledger/level/ledger.ts';
+import { createRequestValidator } from './http/openapi-validate.ts';
 import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/index.ts';
-import { loadStaticSite } from './static.ts';
-import { createTopupHandler } from './topup.ts';
+import { loadStaticSite } from './http/static.ts';
+import { createTopupHandler } from './topup/handler.ts';
 
 /** Never log these, wherever they appear in a log object. */
 export const REDACT_PATHS = [
@@ -66,7 +66,7 @@ export interface RunningServer {
 }
 
 async function defaultOpenStore(root: string): Promise<UnitStoreReader> {
-  const { openUnitStore } = await import('./unit-store.ts');
+  const { openUnitStore } = await import('./store/unit-store.ts');
   return openUnitStore(root);
 }
 
@@ -186,19 +186,10 @@ export async function serveFromCli(config: ServiceConfig): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-/**
- * The MCP and A2A adapters, when present. They are optional modules written beside this one; a
- * module that exports `mountAgents(m: MountContext)` from payments/agents-mount.ts is mounted.
- */
+/** The MCP and A2A adapters (payments/agents/), loaded on demand: tests may start the API without them. */
 async function agentMounts(): Promise<Mount[]> {
-  const path = './agents-mount.ts';
-  try {
-    const mod = (await import(path)) as { mountAgents?: Mount };
-    return mod.mountAgents ? [mod.mountAgents] : [];
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes('agents-mount')) return [];
-    throw err;
-  }
+  const { mountAgents } = await import('./agents/mount.ts');
+  return [mountAgents];
 }
 
 export { loadConfig };

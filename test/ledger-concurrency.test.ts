@@ -7,9 +7,9 @@ import { rejects } from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Ledger, type DebitDrawResult } from '../payments/ledger.ts';
-import { GroupCommitter, type BatchOp } from '../payments/ledger-commit.ts';
-import { verifyLedger } from '../payments/ledger-verify.ts';
+import { Ledger, type DebitDrawResult } from '../payments/ledger/level/ledger.ts';
+import { GroupCommitter, type BatchOp } from '../payments/ledger/level/commit.ts';
+import { verifyLedger } from '../payments/ledger/verify.ts';
 import { newBalanceToken } from '../payments/tokens.ts';
 
 const dirs: string[] = [];

@@ -7,9 +7,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
-import { Ledger } from '../payments/ledger.ts';
-import { K } from '../payments/ledger-schema.ts';
-import { formatViolations, verifyLedger, type Violation } from '../payments/ledger-verify.ts';
+import { Ledger } from '../payments/ledger/level/ledger.ts';
+import { K } from '../payments/ledger/level/schema.ts';
+import { formatViolations, verifyLedger, type Violation } from '../payments/ledger/verify.ts';
 import { newBalanceToken } from '../payments/tokens.ts';
 
 const dirs: string[] = [];

@@ -3,7 +3,7 @@
 // times at once is debited once.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { verifyLedger } from '../payments/ledger-verify.ts';
+import { verifyLedger } from '../payments/ledger/verify.ts';
 import { PROBLEM_BASE } from '../payments/problem.ts';
 import { balanceOf, bearer, buildFixture, cents, postJson, refsByProduct, startTestServer, topUp, type Fixture, type TestServer } from './helpers/service-harness.ts';
 

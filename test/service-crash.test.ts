@@ -7,10 +7,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Level } from 'level';
-import { K } from '../payments/ledger-schema.ts';
-import { verifyLedger } from '../payments/ledger-verify.ts';
+import { K } from '../payments/ledger/level/schema.ts';
+import { verifyLedger } from '../payments/ledger/verify.ts';
 import { hashToken } from '../payments/tokens.ts';
-import { payTopup } from '../payments/topup.ts';
+import { payTopup } from '../payments/topup/client.ts';
 import { REPO } from './helpers/build.ts';
 import { bearer, buildFixture, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
 

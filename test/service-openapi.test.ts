@@ -11,8 +11,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { PROBLEM_BASE as SPEC_PROBLEM_BASE } from '../generator/emit/openapi.ts';
 import { PROBLEM_BASE } from '../payments/problem.ts';
-import { parseHeadersFile } from '../payments/static.ts';
-import { TOPUP_PROBLEMS } from '../payments/topup.ts';
+import { parseHeadersFile } from '../payments/http/static.ts';
+import { TOPUP_PROBLEMS } from '../payments/topup/handler.ts';
 import { buildFixture, postJson, refsByProduct, startTestServer, type Fixture, type TestServer } from './helpers/service-harness.ts';
 
 let fx: Fixture;

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { ConfigError, loadConfig } from '../payments/config.ts';
-import { QuoteSigner, canonicalUnits, requestDigest } from '../payments/quote.ts';
-import { createRateLimiter } from '../payments/http-ratelimit.ts';
-import { etagMatches, parseHeadersFile } from '../payments/static.ts';
+import { QuoteSigner, canonicalUnits, requestDigest } from '../payments/draw/quote.ts';
+import { createRateLimiter } from '../payments/http/ratelimit.ts';
+import { etagMatches, parseHeadersFile } from '../payments/http/static.ts';
 import { createLogger } from '../payments/serve.ts';
 
 const KEY = Buffer.from('k'.repeat(32));

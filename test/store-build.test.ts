@@ -8,7 +8,7 @@ import { KEY, RANK_BLOCK } from '../contract/store-format.ts';
 import { BatchWriter } from '../generator/store/batch.ts';
 import { buildUnitStore, copyRefs } from '../generator/store/build-store.ts';
 import type { CatalogSrc } from '../generator/model.ts';
-import { openUnitStore } from '../payments/unit-store.ts';
+import { openUnitStore } from '../payments/store/unit-store.ts';
 import { copyCatalogSrc, tempDir } from './helpers/build.ts';
 import { BUILT_AT, catalog, expectedCounts, scanStore } from './helpers/store-fixtures.ts';
 

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildUnitStore } from '../generator/store/build-store.ts';
-import { openUnitStore } from '../payments/unit-store.ts';
+import { openUnitStore } from '../payments/store/unit-store.ts';
 import { copyCatalogSrc, REPO, tempDir } from './helpers/build.ts';
 import { BUILT_AT, catalog } from './helpers/store-fixtures.ts';
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { tokenize } from '../contract/store-format.ts';
 import { buildUnitStore } from '../generator/store/build-store.ts';
 import type { CatalogSrc } from '../generator/model.ts';
-import { openUnitStore } from '../payments/unit-store.ts';
+import { openUnitStore } from '../payments/store/unit-store.ts';
 import { tempDir } from './helpers/build.ts';
 import { BUILT_AT, catalog, expectedCounts } from './helpers/store-fixtures.ts';
 

@@ -1,6 +1,6 @@
 // v1/specification: the OpenAPI 3.1 document of the service. It is the one contract between the
 // build and the payments service: the service reads this file at start and validates every request
-// body and path parameter against it (payments/openapi-validate.ts), so the bounds written here
+// body and path parameter against it (payments/http/openapi-validate.ts), so the bounds written here
 // (units 1..100, limit 1..100, query <= 500 characters, body <= 16 KiB) are the bounds enforced.
 import { type Emitter, JSON_TYPE, distPath, jsonBody } from './types.ts';
 // The generator does not import service code (the seam is dist/); the service's payments/problem.ts
@@ -34,7 +34,7 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['unsupported-media-type', 415, 'the body is not application/json'],
   ['rate-limited', 429, 'too many requests from this client; `Retry-After` says when to retry'],
   ['internal', 500, 'an unexpected error; nothing was charged and no internals are shown'],
-  // POST /lds/balance/topup (payments/topup.ts; test/service-openapi.test.ts checks this list is complete)
+  // POST /lds/balance/topup (payments/topup/handler.ts; test/service-openapi.test.ts checks this list is complete)
   ['malformed-body', 400, 'top-up: the body is not a JSON object'],
   ['invalid-amount', 400, 'top-up: amount is not a decimal string with at most two decimals'],
   ['topup-below-minimum', 400, 'top-up: below the 5.00 EUR minimum'],

@@ -11,7 +11,7 @@ import { build } from '../../generator/build.ts';
 import { localAddresses } from '../../generator/addresses.ts';
 import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer } from '../../payments/serve.ts';
-import { mountAgents } from '../../payments/agents-mount.ts';
+import { mountAgents } from '../../payments/agents/mount.ts';
 import { CATALOG_SRC } from './build.ts';
 import { freePort } from './http.ts';
 

@@ -11,7 +11,7 @@ import { localAddresses } from '../../generator/addresses.ts';
 import { CURRENT_FILE, KEY, type StoredUnit } from '../../contract/store-format.ts';
 import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer, type StartOptions } from '../../payments/serve.ts';
-import { payTopup } from '../../payments/topup.ts';
+import { payTopup } from '../../payments/topup/client.ts';
 import { CATALOG_SRC } from './build.ts';
 import { bearer, postJson } from './http.ts';
 

@@ -8,9 +8,9 @@ import type { Server } from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
-import { Ledger } from '../../payments/ledger.ts';
+import { Ledger } from '../../payments/ledger/level/ledger.ts';
 import type { PaymentProcessor } from '../../payments/processors/types.ts';
-import { createTopupHandler, TOPUP_PATH } from '../../payments/topup.ts';
+import { createTopupHandler, TOPUP_PATH } from '../../payments/topup/handler.ts';
 
 export const TEST_SECRET = 'test-secret-key-of-at-least-32-bytes-0123456789';
 

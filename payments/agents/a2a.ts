@@ -29,9 +29,9 @@ import {
   type TaskStore,
   type User,
 } from '@a2a-js/sdk/server';
-import type { DrawService } from './draw-service.ts';
-import { Problem } from './problem.ts';
-import { type AgentBounds, agentDrawSchema, balanceTokenOf, DEFAULT_MAX_BODY_BYTES, FALLBACK_BOUNDS, malformed, problemOf, plural, readJsonBody, toDrawRequest } from './agent-common.ts';
+import type { DrawService } from '../draw/service.ts';
+import { Problem } from '../problem.ts';
+import { type AgentBounds, agentDrawSchema, balanceTokenOf, DEFAULT_MAX_BODY_BYTES, FALLBACK_BOUNDS, malformed, problemOf, plural, readJsonBody, toDrawRequest } from './common.ts';
 
 export const JSON_MODE = 'application/json';
 

@@ -9,7 +9,7 @@
 // Each violation carries the offending raw records (key and value) so an operator can act on it.
 import { access } from 'node:fs/promises';
 import { Level } from 'level';
-import { ACCOUNT, K, PREFIX, type BalanceRecord, type ClaimRecord, type DrawRecord, type EntryRecord, type TopupRecord } from './ledger-schema.ts';
+import { ACCOUNT, K, PREFIX, type BalanceRecord, type ClaimRecord, type DrawRecord, type EntryRecord, type TopupRecord } from './level/schema.ts';
 
 export interface ViolationRecord {
   key: string;

@@ -1,5 +1,5 @@
 // The LevelDB layout of the ledger, shared by the writer (ledger.ts) and the auditor
-// (ledger-verify.ts) so the two can never disagree about where a record lives.
+// (../verify.ts) so the two can never disagree about where a record lives.
 //
 // Money is integer cents everywhere. Every state change writes, in one synced batch:
 //   - the business record (top-up `t:` or draw `d:`),

@@ -14,9 +14,9 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { BalanceView, DrawService, PaidDraw, Quote } from './draw-service.ts';
-import { Problem } from './problem.ts';
-import { problems } from './draw.ts';
+import type { BalanceView, DrawService, PaidDraw, Quote } from '../draw/service.ts';
+import { Problem } from '../problem.ts';
+import { problems } from '../draw/store-service.ts';
 import {
   type AgentBounds,
   balanceTokenOf,
@@ -31,7 +31,7 @@ import {
   plural,
   readJsonBody,
   toDrawRequest,
-} from './agent-common.ts';
+} from './common.ts';
 
 export interface McpOptions {
   /** Path the endpoint answers at (the path of mcp_url). Default `/mcp`. */

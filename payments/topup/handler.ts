@@ -21,14 +21,13 @@
 import type { Context, Middleware } from 'koa';
 import { Challenge, Credential, Receipt } from 'mppx';
 import { Mppx, stripe } from 'mppx/server';
-import { Mppx as MppxClient, stripe as stripeClient } from 'mppx/client';
-import { formatCents, parseAmountCents } from '../contract/money.ts';
-import { LedgerUnavailableError, type Ledger, type LoggerLike } from './ledger.ts';
-import { Problem, PROBLEM_CONTENT_TYPE } from './problem.ts';
-import { observeCharges, redactTokens, type ChargeObservation } from './processors/observe.ts';
-import type { PaymentProcessor } from './processors/types.ts';
-import type { TopupRecord } from './ledger-schema.ts';
-import { balanceTokenForChallenge, bearerToken, hashesEqual, hashToken, sha256Hex, tokenHint } from './tokens.ts';
+import { formatCents, parseAmountCents } from '../../contract/money.ts';
+import { LedgerUnavailableError, type Ledger, type LoggerLike } from '../ledger/level/ledger.ts';
+import { Problem, PROBLEM_CONTENT_TYPE } from '../problem.ts';
+import { observeCharges, redactTokens, type ChargeObservation } from '../processors/observe.ts';
+import type { PaymentProcessor } from '../processors/types.ts';
+import type { TopupRecord } from '../ledger/level/schema.ts';
+import { balanceTokenForChallenge, bearerToken, hashesEqual, hashToken, sha256Hex, tokenHint } from '../tokens.ts';
 
 export const TOPUP_PATH = '/v1/lds/balance/topup';
 export const TOPUP_CURRENCY = 'EUR';
@@ -375,38 +374,4 @@ function respondError(ctx: Context, e: unknown, logger?: LoggerLike): void {
 
 function short(challengeId: string): string {
   return challengeId.slice(0, 12);
-}
-
-// --------------------------------------------------------------------------- client side
-
-export interface TopupClientOptions {
-  /** A Shared Payment Token, or a function that mints one for the challenge (amount, currency, networkId, expiresAt). */
-  spt: string | ((p: { amount: string; currency: string; networkId: string; expiresAt: number }) => Promise<string>);
-  /** Stripe payment method the SPT is minted from (passed to createToken); default 'pm_card_visa'. */
-  paymentMethod?: string;
-  fetch?: typeof globalThis.fetch;
-}
-
-/**
- * Pays a top-up with the official mppx client: POSTs the body, answers the 402 challenge with a
- * stripe credential, and returns the final response (200 with Payment-Receipt, or a problem).
- * With `balanceToken` the mppx client puts the credential in Payment-Authorization, as the
- * challenge asks.
- */
-export async function payTopup(url: string, amount: string, options: TopupClientOptions & { balanceToken?: string }): Promise<Response> {
-  const client = MppxClient.create({
-    polyfill: false,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
-    methods: [
-      stripeClient.charge({
-        paymentMethod: options.paymentMethod ?? 'pm_card_visa',
-        createToken: async (p) => (typeof options.spt === 'string' ? options.spt : options.spt({ amount: p.amount, currency: p.currency, networkId: p.networkId ?? '', expiresAt: p.expiresAt })),
-      }),
-    ],
-  });
-  return client.fetch(url, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', ...(options.balanceToken ? { Authorization: `Bearer ${options.balanceToken}` } : {}) },
-    body: JSON.stringify({ amount, currency: TOPUP_CURRENCY }),
-  });
 }

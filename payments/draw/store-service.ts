@@ -1,4 +1,4 @@
-// The DrawService (payments/draw-service.ts) over the unit store and the ledger. HTTP, MCP and A2A
+// The DrawService (payments/draw/service.ts) over the unit store and the ledger. HTTP, MCP and A2A
 // all call this, so every check that protects money lives here, not in a transport: bounds, the
 // product, the currency, the quote's signature and binding, expiry, held sources, exactly-once.
 //
@@ -7,16 +7,16 @@
 // then answered with a fresh quote; the debit, draw record and ledger entries go in one synced
 // batch inside the ledger (which also decides replay / other balance / insufficient).
 import { createHash } from 'node:crypto';
-import type { CatalogueDoc, CatalogueProduct } from '../contract/catalogue.ts';
-import { drawPriceCents, formatCents, formatMicros } from '../contract/money.ts';
-import type { Unit, UnitStoreReader } from '../contract/store-format.ts';
-import type { BalanceView, DeliveredUnit, DrawRequest, DrawService, PaidDraw, Quote } from './draw-service.ts';
-import type { DrawRecord, Ledger, LoggerLike } from './ledger.ts';
-import { Problem } from './problem.ts';
+import type { CatalogueDoc, CatalogueProduct } from '../../contract/catalogue.ts';
+import { drawPriceCents, formatCents, formatMicros } from '../../contract/money.ts';
+import type { Unit, UnitStoreReader } from '../../contract/store-format.ts';
+import type { BalanceView, DeliveredUnit, DrawRequest, DrawService, PaidDraw, Quote } from './service.ts';
+import type { DrawRecord, Ledger, LoggerLike } from '../ledger/level/ledger.ts';
+import { Problem } from '../problem.ts';
 import { QuoteSigner, canonicalUnits, digest, requestDigest, unitsDigests, type QuotePayload } from './quote.ts';
-import { hashToken, hashesEqual, isWellFormedToken, tokenHint } from './tokens.ts';
-import { UnitCache, canonicalArray, type CachedUnit } from './unit-cache.ts';
-import type { DrawBounds } from './openapi-validate.ts';
+import { hashToken, hashesEqual, isWellFormedToken, tokenHint } from '../tokens.ts';
+import { UnitCache, canonicalArray, type CachedUnit } from '../store/unit-cache.ts';
+import type { DrawBounds } from '../http/openapi-validate.ts';
 
 export const CURRENCY = 'EUR';
 

@@ -4,8 +4,8 @@
 // so the receipt's units_sha256 costs one hash over cached strings instead of re-canonicalising
 // every unit on every paid draw.
 import canonicalizeModule from 'canonicalize';
-import type { Unit, UnitStoreReader } from '../contract/store-format.ts';
-import type { DeliveredUnit } from './draw-service.ts';
+import type { Unit, UnitStoreReader } from '../../contract/store-format.ts';
+import type { DeliveredUnit } from '../draw/service.ts';
 
 const canonicalize = canonicalizeModule as unknown as (v: unknown) => string;
 

@@ -3,10 +3,10 @@
 // agent card's `url`. Both read the draw bounds from the published OpenAPI document, so their
 // input schemas are the HTTP API's.
 import type { AgentCard } from '@a2a-js/sdk';
-import type { Mount } from './app.ts';
+import type { Mount } from '../http/app.ts';
 import { createA2aMiddleware } from './a2a.ts';
 import { createMcpMiddleware } from './mcp.ts';
-import { createRequestValidator } from './openapi-validate.ts';
+import { createRequestValidator } from '../http/openapi-validate.ts';
 
 export const AGENT_CARD_URL_PATH = '/.well-known/agent-card.json';
 

@@ -29,7 +29,7 @@ import {
   type Unit,
   type UnitLicence,
   type UnitStoreReader,
-} from '../contract/store-format.ts';
+} from '../../contract/store-format.ts';
 
 type Db = Level<string, Uint8Array>;
 

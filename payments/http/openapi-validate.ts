@@ -5,7 +5,7 @@
 // from the same document so the HTTP API, MCP and A2A all refuse exactly what it documents.
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { Problem } from './problem.ts';
+import { Problem } from '../problem.ts';
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => Ajv2020;

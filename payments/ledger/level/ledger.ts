@@ -1,6 +1,6 @@
 // The prepaid-balance ledger (LevelDB, double entry, exactly once).
 //
-// Invariants this module maintains (and ledger-verify.ts audits):
+// Invariants this module maintains (and ../verify.ts audits):
 //   - every state change is one atomic, synced LevelDB batch (see GroupCommitter);
 //   - each change writes two entries that sum to zero, so money is conserved to the cent;
 //   - a balance never goes negative: debits are decided under the balance's lock;
@@ -15,8 +15,8 @@
 import { mkdir } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { Level } from 'level';
-import { Problem } from './problem.ts';
-import { GroupCommitter, KeyedMutex, type BatchOp } from './ledger-commit.ts';
+import { Problem } from '../../problem.ts';
+import { GroupCommitter, KeyedMutex, type BatchOp } from './commit.ts';
 import {
   ACCOUNT,
   K,
@@ -28,11 +28,11 @@ import {
   type EntryRecord,
   type StatementRecord,
   type TopupRecord,
-} from './ledger-schema.ts';
-import { verifyLedgerDb, type Violation } from './ledger-verify.ts';
-import { hashesEqual, isTokenHash, tokenHint } from './tokens.ts';
+} from './schema.ts';
+import { verifyLedgerDb, type Violation } from '../verify.ts';
+import { hashesEqual, isTokenHash, tokenHint } from '../../tokens.ts';
 
-export type { BalanceRecord, DrawRecord, TopupRecord, StatementRecord } from './ledger-schema.ts';
+export type { BalanceRecord, DrawRecord, TopupRecord, StatementRecord } from './schema.ts';
 
 /** The subset of a pino logger the payments modules use. */
 export interface LoggerLike {
@@ -354,7 +354,7 @@ export class Ledger {
     return out;
   }
 
-  /** Audits the live ledger (see ledger-verify.ts); one iterator, so one consistent snapshot. */
+  /** Audits the live ledger (see ../verify.ts); one iterator, so one consistent snapshot. */
   async verify(): Promise<Violation[]> {
     this.assertUsable();
     await this.committer.flush();

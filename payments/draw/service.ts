@@ -1,7 +1,7 @@
 // The transport-neutral face of the service: what a buyer can do. HTTP routes, the MCP tools and
 // the A2A skills are thin adapters over this one interface, so all three answer the same amounts,
 // units and problems. Every method throws a Problem (payments/problem.ts) for a refusal.
-import type { Unit } from '../contract/store-format.ts';
+import type { Unit } from '../../contract/store-format.ts';
 
 export interface DrawRequest {
   product_id: string;

@@ -1,7 +1,7 @@
 // Reads a bounded JSON request body. The limit is enforced while streaming (a lying or absent
 // Content-Length cannot make us buffer more), and every failure is a 4xx Problem, never a 5xx.
 import type { Context } from 'koa';
-import { Problem } from './problem.ts';
+import { Problem } from '../problem.ts';
 
 export const tooLarge = (limit: number) => new Problem(413, 'body-too-large', 'Request body too large', `The request body may be at most ${limit} bytes.`);
 

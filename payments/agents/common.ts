@@ -2,11 +2,11 @@
 // body from a raw Koa request, the balance token from `Authorization: Bearer`, the draw-request
 // shapes agents send, and turning any thrown error into RFC 9457 problem details. Both adapters
 // are thin: every amount, unit and refusal comes from the DrawService, as on the HTTP API.
-import { QUOTE_ID_MAX_LENGTH } from './quote.ts';
+import { QUOTE_ID_MAX_LENGTH } from '../draw/quote.ts';
 import type { Context } from 'koa';
 import * as z from 'zod';
-import type { DrawRequest } from './draw-service.ts';
-import { Problem } from './problem.ts';
+import type { DrawRequest } from '../draw/service.ts';
+import { Problem } from '../problem.ts';
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
 
@@ -49,7 +49,7 @@ export async function readJsonBody(ctx: Context, limit = DEFAULT_MAX_BODY_BYTES)
   }
 }
 
-export { balanceTokenOf } from './tokens.ts';
+export { balanceTokenOf } from '../tokens.ts';
 
 /** Problem details (JSON) for anything thrown by the service or an adapter. Never leaks internals. */
 export function problemOf(err: unknown): Record<string, unknown> {

@@ -2,7 +2,7 @@
 // enough to sit in front of every API request; the map is swept when it grows so a scan from many
 // addresses cannot exhaust memory (a full bucket carries no information and can be forgotten).
 import type { Middleware } from 'koa';
-import { Problem } from './problem.ts';
+import { Problem } from '../problem.ts';
 
 interface Bucket {
   tokens: number;

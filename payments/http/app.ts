@@ -8,14 +8,14 @@
 import Koa, { type Context, type Middleware } from 'koa';
 import Router from '@koa/router';
 import type { Logger } from 'pino';
-import type { DrawRequest, DrawService } from './draw-service.ts';
-import { paidDrawJson, quoteJson, type QuoteBody, type StoreDrawService } from './draw.ts';
-import { readJsonBody } from './http-body.ts';
-import { rateLimitMiddleware } from './http-ratelimit.ts';
+import type { DrawRequest, DrawService } from '../draw/service.ts';
+import { paidDrawJson, quoteJson, type QuoteBody, type StoreDrawService } from '../draw/store-service.ts';
+import { readJsonBody } from './body.ts';
+import { rateLimitMiddleware } from './ratelimit.ts';
 import type { RequestValidator } from './openapi-validate.ts';
-import { PROBLEM_CONTENT_TYPE, Problem } from './problem.ts';
+import { PROBLEM_CONTENT_TYPE, Problem } from '../problem.ts';
 import { staticMiddleware, type StaticSite } from './static.ts';
-import { balanceTokenOf } from './tokens.ts';
+import { balanceTokenOf } from '../tokens.ts';
 
 /** What an adapter (MCP, A2A) gets to mount itself: add middleware with app.use or routes on router. */
 export interface MountContext {
@@ -36,7 +36,7 @@ export interface AppOptions {
   service: StoreDrawService;
   site: StaticSite;
   validator: RequestValidator;
-  /** POST {base}/lds/balance/topup handler (payments/topup.ts). */
+  /** POST {base}/lds/balance/topup handler (payments/topup/handler.ts). */
   topup: Middleware;
   logger: Logger;
   rateLimit: { perSecond: number; burst: number };
