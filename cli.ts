@@ -91,19 +91,69 @@ program
     await serveFromCli(config);
   });
 
-const ledger = program.command('ledger').description('ledger operations');
-ledger
-  .command('verify')
-  .description('verify the whole ledger: entries sum to zero, balances match, nothing debited or credited twice; exits 1 on any violation')
-  .option('--dir <dir>', 'ledger database (also LDS_LEDGER_DIR, LDS_VAR_DIR)', shown(dataPaths().ledgerDir))
-  .action(async (o: { dir: string }) => {
-    const { verifyLedger, formatViolations } = await import('./payments/ledger/verify.ts');
-    const violations = await verifyLedger(resolve(o.dir));
-    if (violations.length) {
-      console.error(formatViolations(violations));
-      process.exitCode = 1;
-    } else console.log(`ledger ${o.dir}: clean`);
-  });
+const ledger = program
+  .command('ledger')
+  .description('ledger operations, on the LevelDB ledger (LDS_LEDGER_DIR) or, when LDS_LEDGER_URL / --url is set, the PostgreSQL ledger; verify and export also work while the service runs');
+const ledgerOptions = (c: Command) =>
+  c
+    .option('--dir <dir>', 'LevelDB ledger directory (also LDS_LEDGER_DIR, LDS_VAR_DIR)', shown(dataPaths().ledgerDir))
+    .option('--url <url>', 'PostgreSQL ledger, postgres://user:password@host/db (also LDS_LEDGER_URL); overrides --dir');
+/** The ledger a `ledger` command works on: --url, else LDS_LEDGER_URL, else the LevelDB directory. */
+function ledgerAt(o: { dir: string; url?: string }) {
+  return { ledgerDir: resolve(o.dir), ledgerUrl: o.url ?? dataPaths().ledgerUrl };
+}
+
+ledgerOptions(
+  ledger
+    .command('verify')
+    .description('verify the whole ledger over one consistent snapshot: entries sum to zero, balances match, statements match, nothing debited or credited twice; exits 1 on any violation'),
+).action(async (o: { dir: string; url?: string }) => {
+  const { verifyLedgerAt, describeLedger } = await import('./payments/ledger/ops.ts');
+  const { formatViolations } = await import('./payments/ledger/verify.ts');
+  const at = ledgerAt(o);
+  const violations = await verifyLedgerAt(at);
+  if (violations.length) {
+    console.error(formatViolations(violations));
+    process.exitCode = 1;
+  } else console.log(`ledger ${describeLedger(at)}: clean`);
+});
+
+ledgerOptions(
+  ledger
+    .command('export')
+    .description('write the whole ledger (accounts, draws, entries, top-ups) as newline-delimited JSON, from one consistent snapshot; the same bytes from either backend')
+    .option('--out <file>', 'write to this file instead of standard output'),
+).action(async (o: { dir: string; url?: string; out?: string }) => {
+  const { exportLedgerAt } = await import('./payments/ledger/ops.ts');
+  const { createWriteStream } = await import('node:fs');
+  const out = o.out ? createWriteStream(o.out, { flags: 'wx', mode: 0o600 }) : process.stdout;
+  await exportLedgerAt(ledgerAt(o), (chunk) => (out.write(chunk) ? undefined : new Promise<void>((r) => out.once('drain', () => r()))));
+  if (o.out) {
+    await new Promise<void>((resolveEnd, reject) => (out as import('node:fs').WriteStream).end((err?: Error | null) => (err ? reject(err) : resolveEnd())));
+    console.error(`exported to ${o.out}`);
+  }
+});
+
+ledgerOptions(
+  ledger
+    .command('import')
+    .description('load a `ledger export` file into an empty ledger of either backend (e.g. move from LevelDB to PostgreSQL), then verify it; a damaged or truncated file imports nothing')
+    .argument('<file>', 'the export file'),
+).action(async (file: string, o: { dir: string; url?: string }) => {
+  const { importLedgerAt, describeLedger } = await import('./payments/ledger/ops.ts');
+  const { formatViolations } = await import('./payments/ledger/verify.ts');
+  const at = ledgerAt(o);
+  const violations = await importLedgerAt(at, file);
+  if (violations.length) {
+    console.error(`imported into ${describeLedger(at)}, but it does not verify:\n${formatViolations(violations)}`);
+    process.exitCode = 1;
+  } else console.log(`imported ${file} into ${describeLedger(at)}: verified clean`);
+});
+
+ledgerOptions(ledger.command('migrate').description('create or upgrade the PostgreSQL ledger schema (the service also does this at start)')).action(async (o: { dir: string; url?: string }) => {
+  const { migrateLedgerAt } = await import('./payments/ledger/ops.ts');
+  console.log(await migrateLedgerAt(ledgerAt(o)));
+});
 
 try {
   await program.parseAsync();

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { isPostgresUrl } from './ledger/open.ts';
 
 export type ProcessorName = 'sandbox' | 'stripe';
 
@@ -16,6 +17,12 @@ export interface ServiceConfig {
   varDir: string;
   storeRoot: string;
   ledgerDir: string;
+  /** postgres://… : the PostgreSQL ledger (any number of instances); unset: LevelDB in ledgerDir. */
+  ledgerUrl?: string;
+  /** PostgreSQL connections per instance. */
+  pgPoolSize: number;
+  /** PostgreSQL statement timeout: a stuck statement fails (503) instead of holding a request. */
+  pgStatementTimeoutMs: number;
   secretsDir: string;
   /** HMAC key of stateless quotes (>= 32 bytes). */
   quoteSecret: Buffer;
@@ -88,6 +95,7 @@ export function dataPaths(env: NodeJS.ProcessEnv = process.env) {
     varDir,
     storeRoot: resolve(env.LDS_STORE_DIR || join(varDir, 'store')),
     ledgerDir: resolve(env.LDS_LEDGER_DIR || join(varDir, 'ledger')),
+    ledgerUrl: env.LDS_LEDGER_URL || undefined,
     secretsDir: resolve(env.LDS_SECRETS_DIR || join(varDir, 'secrets')),
   };
 }
@@ -97,6 +105,7 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
   const paths = dataPaths(env);
   const { secretsDir } = paths;
   // Same variable and default as payments/processors/index.ts (processorFromEnv), which builds it.
+  if (paths.ledgerUrl && !isPostgresUrl(paths.ledgerUrl)) throw new ConfigError('LDS_LEDGER_URL must be a postgres:// (or postgresql://) URL');
   const processor = (env.PAYMENT_PROCESSOR || (production ? 'stripe' : 'sandbox')) as ProcessorName;
   if (processor !== 'sandbox' && processor !== 'stripe') throw new ConfigError(`PAYMENT_PROCESSOR must be sandbox or stripe: ${processor}`);
   if (production && processor === 'sandbox') throw new ConfigError('NODE_ENV=production refuses the sandbox payment processor: set PAYMENT_PROCESSOR=stripe, STRIPE_SECRET_KEY and STRIPE_NETWORK_ID');
@@ -116,6 +125,8 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     host: flags.host ?? (env.HOST || '127.0.0.1'),
     production,
     ...paths,
+    pgPoolSize: intSetting(env, 'LDS_PG_POOL_SIZE', 10, 1),
+    pgStatementTimeoutMs: intSetting(env, 'LDS_PG_STATEMENT_TIMEOUT_MS', 5000, 100),
     quoteSecret: await secret('LDS_QUOTE_SECRET', 'quote-hmac.key'),
     mppSecret: (await secret('MPP_SECRET_KEY', 'mpp-secret.key')).toString('utf8'),
     processor,

@@ -10,7 +10,8 @@ import type { UnitStoreReader } from '../contract/store-format.ts';
 import { createApp, type Mount } from './http/app.ts';
 import { loadConfig, type ServiceConfig } from './config.ts';
 import { StoreDrawService } from './draw/store-service.ts';
-import { Ledger } from './ledger/level/ledger.ts';
+import type { Ledger } from './ledger/ledger.ts';
+import { openLedger } from './ledger/open.ts';
 import { createRequestValidator } from './http/openapi-validate.ts';
 import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/index.ts';
 import { loadStaticSite } from './http/static.ts';
@@ -86,10 +87,16 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const store = await (opts.openStore ?? defaultOpenStore)(config.storeRoot);
   let ledger: Ledger;
   try {
-    ledger = await Ledger.open(config.ledgerDir, { logger });
+    ledger = await openLedger(config, { logger });
   } catch (err) {
     await store.close();
     throw err;
+  }
+  // LevelDB: `ledger verify` / `ledger export` reach the running service over a socket (level/admin.ts).
+  let admin: { close(): Promise<void> } | null = null;
+  if (ledger.backend === 'level') {
+    const { adminSocketPath, serveLedgerAdmin } = await import('./ledger/level/admin.ts');
+    admin = await serveLedgerAdmin(ledger, adminSocketPath(config.ledgerDir));
   }
   if (catalogue.store_version !== store.meta.store_version) {
     logger.warn({ catalogue_store: catalogue.store_version, store: store.meta.store_version }, 'dist/ was built against another unit store version: counts in the catalogue may differ from what is sold');
@@ -141,7 +148,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
-  logger.info({ url, processor: processor.name, catalogue: catalogue.version, store: store.meta.store_version }, 'listening');
+  logger.info({ url, processor: processor.name, catalogue: catalogue.version, store: store.meta.store_version, ledger: `${ledger.backend} ${ledger.location}` }, 'listening');
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -157,6 +164,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
         logger.warn({ in_flight: [...active.values()].reduce((a, b) => a + b, 0) }, 'shutdown grace period over: closing remaining connections');
         server.closeAllConnections();
       }
+      await admin?.close();
       await ledger.close();
       await store.close();
       logger.info('stopped');

@@ -1,26 +1,14 @@
 // Ledger under concurrency: no negative balance, money conserved to the cent, each quote debited
-// once, and the independent verifier agrees. Also the group committer's grouping and fail-stop.
+// once, and the independent verifier agrees, on either backend (LDS_TEST_BACKEND). Also the LevelDB
+// group committer's grouping and fail-stop.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { rejects } from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Ledger, type DebitDrawResult } from '../payments/ledger/level/ledger.ts';
+import type { DebitDrawResult, Ledger } from '../payments/ledger/ledger.ts';
 import { GroupCommitter, type BatchOp } from '../payments/ledger/level/commit.ts';
-import { verifyLedger } from '../payments/ledger/verify.ts';
+import { BACKEND, openTestLedger } from './helpers/ledgers.ts';
 import { newBalanceToken } from '../payments/tokens.ts';
-
-const dirs: string[] = [];
-async function tempDir(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'lds-ledger-'));
-  dirs.push(d);
-  return d;
-}
-test.after(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
 
 let challengeSeq = 0;
 async function fund(ledger: Ledger, cents: number, hash?: string): Promise<string> {
@@ -36,8 +24,8 @@ function debit(ledger: Ledger, hash: string, quoteId: string, cents: number): Pr
 }
 
 test('200 concurrent debits of distinct quotes against a balance covering only some', async () => {
-  const dir = await tempDir();
-  const ledger = await Ledger.open(dir);
+  const t = await openTestLedger();
+  const ledger = t.ledger;
   const hash = await fund(ledger, 1_000);
   // amounts 1..13 cents, deterministic; total asked far exceeds 10.00
   const amounts = Array.from({ length: 200 }, (_, i) => 1 + ((i * 7) % 13));
@@ -63,12 +51,12 @@ test('200 concurrent debits of distinct quotes against a balance covering only s
   assert.is(stmt[0].balanceAfterCents, bal!.cents);
   assert.equal(await ledger.verify(), []);
   await ledger.close();
-  assert.equal(await verifyLedger(dir), []);
+  assert.equal(await t.verifyClosed(), []);
 });
 
 test('50 concurrent debits of one quote: exactly one debit, the rest replay the same draw', async () => {
-  const dir = await tempDir();
-  const ledger = await Ledger.open(dir);
+  const t = await openTestLedger();
+  const ledger = t.ledger;
   const hash = await fund(ledger, 500);
   const results = await Promise.all(Array.from({ length: 50 }, () => debit(ledger, hash, 'q_same', 120)));
   const ok = results.filter((r) => r.kind === 'ok');
@@ -83,12 +71,12 @@ test('50 concurrent debits of one quote: exactly one debit, the rest replay the 
   }
   assert.is((await ledger.getBalance(hash))!.cents, 380);
   await ledger.close();
-  assert.equal(await verifyLedger(dir), []);
+  assert.equal(await t.verifyClosed(), []);
 });
 
 test('one quote raced by two balances: one pays, the other is told other_balance', async () => {
-  const dir = await tempDir();
-  const ledger = await Ledger.open(dir);
+  const t = await openTestLedger();
+  const ledger = t.ledger;
   const a = await fund(ledger, 500);
   const b = await fund(ledger, 500);
   const results = await Promise.all(Array.from({ length: 20 }, (_, i) => debit(ledger, i % 2 ? a : b, 'q_contested', 100)));
@@ -101,12 +89,12 @@ test('one quote raced by two balances: one pays, the other is told other_balance
     if (r.kind !== 'ok') assert.is(r.kind, who === payer ? 'replay' : 'other_balance');
   });
   await ledger.close();
-  assert.equal(await verifyLedger(dir), []);
+  assert.equal(await t.verifyClosed(), []);
 });
 
 test('refusals change nothing: insufficient, unknown balance, currency mismatch, bad input', async () => {
-  const dir = await tempDir();
-  const ledger = await Ledger.open(dir);
+  const t = await openTestLedger();
+  const ledger = t.ledger;
   const hash = await fund(ledger, 500);
   assert.equal(await debit(ledger, hash, 'q_big', 501), { kind: 'insufficient', balanceCents: 500, currency: 'EUR' });
   assert.equal(await debit(ledger, newBalanceToken().hash, 'q_x', 1), { kind: 'unknown_balance' });
@@ -120,12 +108,12 @@ test('refusals change nothing: insufficient, unknown balance, currency mismatch,
   assert.is((await ledger.getBalance(hash))!.cents, 0);
   assert.is((await debit(ledger, hash, 'q_more', 1)).kind, 'insufficient');
   await ledger.close();
-  assert.equal(await verifyLedger(dir), []);
+  assert.equal(await t.verifyClosed(), []);
 });
 
 test('top-ups credit at most once per challenge and per payment reference, even concurrently', async () => {
-  const dir = await tempDir();
-  const ledger = await Ledger.open(dir);
+  const t = await openTestLedger();
+  const ledger = t.ledger;
   const hash = newBalanceToken().hash;
   const first = await ledger.creditTopup({ tokenHash: hash, createBalance: true, amountCents: 500, currency: 'EUR', processor: 'stripe', challengeId: 'ch_A', paymentRef: 'pi_A' });
   assert.is(first.kind, 'ok');
@@ -147,17 +135,17 @@ test('top-ups credit at most once per challenge and per payment reference, even 
     { kind: 'unknown_balance' },
   );
   await ledger.close();
-  assert.equal(await verifyLedger(dir), []);
+  assert.equal(await t.verifyClosed(), []);
 });
 
 test('state survives close and reopen; sequence numbers continue', async () => {
-  const dir = await tempDir();
-  let ledger = await Ledger.open(dir);
+  const t = await openTestLedger();
+  let ledger = t.ledger;
   const hash = await fund(ledger, 900);
   await Promise.all([debit(ledger, hash, 'q1', 100), debit(ledger, hash, 'q2', 200)]);
   await ledger.close();
   await rejects(() => ledger.getBalance(hash), /closed/);
-  ledger = await Ledger.open(dir);
+  ledger = await t.reopen();
   assert.is((await ledger.getBalance(hash))!.cents, 600);
   assert.is((await debit(ledger, hash, 'q1', 100)).kind, 'replay');
   assert.is((await debit(ledger, hash, 'q3', 50)).kind, 'ok');
@@ -166,7 +154,7 @@ test('state survives close and reopen; sequence numbers continue', async () => {
   assert.is(stmt[0].quoteId, 'q3');
   assert.is(stmt[0].productId, 'svc-language-eu');
   await ledger.close();
-  assert.equal(await verifyLedger(dir), []);
+  assert.equal(await t.verifyClosed(), []);
 });
 
 test('property: random concurrent top-ups and draws keep every invariant', async () => {
@@ -176,8 +164,8 @@ test('property: random concurrent top-ups and draws keep every invariant', async
   );
   await fc.assert(
     fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 80 }), async (ops) => {
-      const dir = await tempDir();
-      const ledger = await Ledger.open(dir);
+      const t = await openTestLedger();
+      const ledger = t.ledger;
       const hashes: string[] = [];
       for (let i = 0; i < 4; i++) hashes.push(await fund(ledger, 300));
       const results = await Promise.all(
@@ -203,15 +191,14 @@ test('property: random concurrent top-ups and draws keep every invariant', async
         if (!b || b.cents !== model[i] || b.cents < 0) return false;
       }
       await ledger.close();
-      const v = await verifyLedger(dir);
-      await rm(dir, { recursive: true, force: true });
+      const v = await t.verifyClosed();
       return v.length === 0;
     }),
-    { numRuns: 12 },
+    { numRuns: BACKEND === 'level' ? 12 : 6 },
   );
 });
 
-test('group commit: concurrent changes share one synced batch, in order', async () => {
+if (BACKEND === 'level') test('group commit: concurrent changes share one synced batch, in order', async () => {
   const batches: { ops: BatchOp[]; sync: boolean }[] = [];
   const db = {
     async batch(ops: BatchOp[], o: { sync: boolean }) {
@@ -227,7 +214,7 @@ test('group commit: concurrent changes share one synced batch, in order', async 
   assert.equal(batches.flatMap((b) => b.ops.map((o) => o.key)), Array.from({ length: 10 }, (_, i) => [`k${i}`, `k${i}/2`]).flat());
 });
 
-test('group commit is fail-stop: a failed write rejects its group, the queue and all later work', async () => {
+if (BACKEND === 'level') test('group commit is fail-stop: a failed write rejects its group, the queue and all later work', async () => {
   let calls = 0;
   const db = {
     async batch() {

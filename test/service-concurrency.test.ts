@@ -3,7 +3,7 @@
 // times at once is debited once.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { verifyLedger } from '../payments/ledger/verify.ts';
+import { verifyLedgerAt } from '../payments/ledger/ops.ts';
 import { PROBLEM_BASE } from '../payments/problem.ts';
 import { balanceOf, bearer, buildFixture, cents, postJson, refsByProduct, startTestServer, topUp, type Fixture, type TestServer } from './helpers/service-harness.ts';
 
@@ -87,8 +87,8 @@ test('50 concurrent submissions of one paid quote: one debit, one draw', async (
 
 test('the ledger verifies from disk after the server closes', async () => {
   await srv.close();
-  assert.equal(await verifyLedger(`${srv.varDir}/ledger`), []);
-  srv = await startTestServer(fx, { varDir: srv.varDir });
+  assert.equal(await verifyLedgerAt(srv.ledgerSettings), []);
+  srv = await startTestServer(fx, { varDir: srv.varDir, env: srv.ledgerEnv });
 });
 
 test.run();

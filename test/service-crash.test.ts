@@ -7,8 +7,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Level } from 'level';
-import { K } from '../payments/ledger/level/schema.ts';
-import { verifyLedger } from '../payments/ledger/verify.ts';
+import { K } from '../payments/ledger/records.ts';
+import { verifyLedgerAt } from '../payments/ledger/ops.ts';
+import type { LedgerSettings } from '../payments/ledger/open.ts';
+import { ledgerEnv, ledgerRecords, newLedgerSettings } from './helpers/ledgers.ts';
 import { hashToken } from '../payments/tokens.ts';
 import { payTopup } from '../payments/topup/client.ts';
 import { REPO } from './helpers/build.ts';
@@ -18,6 +20,7 @@ const PRODUCT = 'svc-health-eu';
 let fx: Fixture;
 let refs: string[];
 let varDir: string;
+let ledger: LedgerSettings;
 
 interface Child {
   proc: ChildProcess;
@@ -27,7 +30,7 @@ interface Child {
 function startChild(): Promise<Child> {
   const proc = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'serve', '--port', '0', '--host', '127.0.0.1'], {
     cwd: REPO,
-    env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: fx.store, LDS_VAR_DIR: varDir, LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test' },
+    env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: fx.store, LDS_VAR_DIR: varDir, ...ledgerEnv(ledger), LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   return new Promise((resolve, reject) => {
@@ -51,6 +54,7 @@ test.before(async () => {
   fx = await buildFixture();
   refs = (await refsByProduct(fx.store)).get(PRODUCT)!;
   varDir = await mkdtemp(join(fx.root, 'var-crash-'));
+  ledger = await newLedgerSettings();
 });
 
 test('SIGKILL during paid draws and top-ups: restart, ledger verifies, every 200 is in the ledger', async () => {
@@ -110,20 +114,14 @@ test('SIGKILL during paid draws and top-ups: restart, ledger verifies, every 200
   child.proc.kill('SIGTERM');
   assert.is(await exited(child.proc), 0, 'SIGTERM drains and exits cleanly');
 
-  const ledgerDir = join(varDir, 'ledger');
-  assert.equal(await verifyLedger(ledgerDir), []);
-  const db = new Level<string, any>(ledgerDir, { valueEncoding: 'json' });
-  await db.open();
-  try {
-    for (const d of paidDraws) {
-      const rec = await db.get(K.draw(d.draw_id));
-      assert.ok(rec, `draw ${d.draw_id} answered 200 but is not in the ledger`);
-      assert.is(rec.token_hash, hashToken(d.token));
-    }
-    for (const t of okTopups) assert.ok(await db.get(K.balance(hashToken(t.token))), 'a 200 top-up names a balance in the ledger');
-  } finally {
-    await db.close();
+  assert.equal(await verifyLedgerAt(ledger), []);
+  const records = await ledgerRecords(ledger);
+  for (const d of paidDraws) {
+    const rec = records.get(K.draw(d.draw_id));
+    assert.ok(rec, `draw ${d.draw_id} answered 200 but is not in the ledger`);
+    assert.is(rec.token_hash, hashToken(d.token));
   }
+  for (const t of okTopups) assert.ok(records.get(K.balance(hashToken(t.token))), 'a 200 top-up names a balance in the ledger');
 });
 
 test.run();

@@ -181,7 +181,7 @@ test('property: random bodies and headers at every endpoint never give a 5xx or 
 test('rate limit: 429 problem with Retry-After, per client', async () => {
   // One process may open the unit store once: restart the server with a tight limit.
   await srv.close();
-  const limited = await startTestServer(fx, { varDir: srv.varDir, env: { LDS_RATE_LIMIT_RPS: '1', LDS_RATE_LIMIT_BURST: '3' } });
+  const limited = await startTestServer(fx, { varDir: srv.varDir, env: { ...srv.ledgerEnv, LDS_RATE_LIMIT_RPS: '1', LDS_RATE_LIMIT_BURST: '3' } });
   srv = limited;
   try {
     const statuses: number[] = [];
@@ -203,7 +203,7 @@ test('rate limit: 429 problem with Retry-After, per client', async () => {
 
 test('rate limit behind a proxy: a client cannot dodge it by inventing X-Forwarded-For entries', async () => {
   await srv.close();
-  const proxied = await startTestServer(fx, { varDir: srv.varDir, env: { LDS_RATE_LIMIT_RPS: '1', LDS_RATE_LIMIT_BURST: '3', LDS_TRUST_PROXY: 'true' } });
+  const proxied = await startTestServer(fx, { varDir: srv.varDir, env: { ...srv.ledgerEnv, LDS_RATE_LIMIT_RPS: '1', LDS_RATE_LIMIT_BURST: '3', LDS_TRUST_PROXY: 'true' } });
   srv = proxied;
   const statuses: number[] = [];
   for (let i = 0; i < 5; i++) {

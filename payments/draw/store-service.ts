@@ -11,7 +11,7 @@ import type { CatalogueDoc, CatalogueProduct } from '../../contract/catalogue.ts
 import { drawPriceCents, formatCents, formatMicros } from '../../contract/money.ts';
 import type { Unit, UnitStoreReader } from '../../contract/store-format.ts';
 import type { BalanceView, DeliveredUnit, DrawRequest, DrawService, PaidDraw, Quote } from './service.ts';
-import type { DrawRecord, Ledger, LoggerLike } from '../ledger/level/ledger.ts';
+import type { DrawRecord, Ledger, LoggerLike } from '../ledger/ledger.ts';
 import { Problem } from '../problem.ts';
 import { QuoteSigner, canonicalUnits, digest, requestDigest, unitsDigests, type QuotePayload } from './quote.ts';
 import { hashToken, hashesEqual, isWellFormedToken, tokenHint } from '../tokens.ts';

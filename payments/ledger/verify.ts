@@ -1,15 +1,17 @@
-// Independent audit of a ledger directory (`ledger verify` in the CLI).
+// Independent audit of a ledger (`ledger verify` in the CLI), the same for every backend: it reads
+// the records of one consistent snapshot (Ledger.readSnapshot) under their logical keys (records.ts).
 //
 // It recomputes everything from the raw records instead of trusting any stored total:
 //   - all entries sum to zero per currency, and each transaction's entries sum to zero;
 //   - every entry belongs to an existing top-up or draw and matches its amount and accounts;
 //   - every balance equals its credits minus its debits, and never went negative at any point;
 //   - no quote debited twice; no challenge and no processor payment credited twice;
-//   - every claim names the record that owns it and every record has its claim.
+//   - every claim names the record that owns it and every record has its claim;
+//   - each balance's statement lists exactly its top-ups and draws, in order, as the records say.
 // Each violation carries the offending raw records (key and value) so an operator can act on it.
-import { access } from 'node:fs/promises';
-import { Level } from 'level';
-import { ACCOUNT, K, PREFIX, type BalanceRecord, type ClaimRecord, type DrawRecord, type EntryRecord, type TopupRecord } from './level/schema.ts';
+import { ACCOUNT, K, PREFIX, statementLine, type BalanceRecord, type ClaimRecord, type DrawRecord, type EntryRecord, type StatementRecord, type TopupRecord } from './records.ts';
+import canonicalize from 'canonicalize';
+import type { LedgerRecords } from './ledger.ts';
 
 export interface ViolationRecord {
   key: string;
@@ -30,7 +32,8 @@ export interface Violation {
     | 'quote_debited_twice'
     | 'challenge_credited_twice'
     | 'payment_credited_twice'
-    | 'claim_mismatch';
+    | 'claim_mismatch'
+    | 'statement_mismatch';
   message: string;
   records: ViolationRecord[];
 }
@@ -41,29 +44,13 @@ interface Scan {
   draws: Map<string, { key: string; value: DrawRecord }>;
   entries: { key: string; value: EntryRecord }[];
   claims: Map<string, { key: string; value: ClaimRecord }>; // by full key (c:, p:, q:)
+  statements: Map<string, { key: string; value: StatementRecord }[]>; // by token hash, in key order
   malformed: ViolationRecord[];
 }
 
-/** Anything with a LevelDB-style iterator over [key, JSON value]. */
-export interface IterableDb {
-  iterator(): AsyncIterable<[string, unknown]>;
-}
-
-/** Opens the ledger directory (the service must not be running: LevelDB takes an exclusive lock). */
-export async function verifyLedger(dir: string): Promise<Violation[]> {
-  await access(dir); // a missing directory is an operator error, not an empty (clean) ledger
-  const db = new Level<string, unknown>(dir, { valueEncoding: 'json', createIfMissing: false });
-  await db.open();
-  try {
-    return await verifyLedgerDb(db);
-  } finally {
-    await db.close();
-  }
-}
-
-/** Audits an open database with a single iterator, i.e. over one consistent snapshot. */
-export async function verifyLedgerDb(db: IterableDb): Promise<Violation[]> {
-  const scan = await readAll(db);
+/** Audits the records of one consistent snapshot (every record, in key order). */
+export async function verifyRecords(records: LedgerRecords): Promise<Violation[]> {
+  const scan = await readAll(records);
   const out: Violation[] = [];
   const add = (code: Violation['code'], message: string, records: ViolationRecord[]) => out.push({ code, message, records });
 
@@ -178,6 +165,25 @@ export async function verifyLedgerDb(db: IterableDb): Promise<Violation[]> {
       if (!owns) add('claim_mismatch', `claim ${c.key} does not name a matching top-up`, t ? [c, t] : [c]);
     }
   }
+
+  // 6. Statements: each balance's lines, in key order, are the lines its records give, in entry order.
+  const expected = new Map<string, StatementRecord[]>();
+  for (const [account, r] of running) {
+    const hash = account.slice('balance:'.length);
+    const lines: StatementRecord[] = [];
+    for (const e of r.entries) {
+      const [kind, id] = splitTxn(e.value.txn);
+      const rec = kind === 'draw' ? scan.draws.get(id) : kind === 'topup' ? scan.topups.get(id) : undefined;
+      if (rec) lines.push(statementLine(kind === 'draw' ? { kind: 'draw', ...(rec.value as DrawRecord) } : { kind: 'topup', ...(rec.value as TopupRecord) }));
+    }
+    expected.set(hash, lines);
+  }
+  for (const hash of new Set([...expected.keys(), ...scan.statements.keys()])) {
+    const want = expected.get(hash) ?? [];
+    const got = scan.statements.get(hash) ?? [];
+    const same = want.length === got.length && want.every((w, i) => sameJson(w, got[i].value));
+    if (!same) add('statement_mismatch', `the statement of balance ${hash.slice(0, 8)}… does not list its ${want.length} top-ups and draws as the records do (it has ${got.length} lines)`, got);
+  }
   return out;
 }
 
@@ -194,9 +200,9 @@ export function formatViolations(violations: Violation[]): string {
 
 // ------------------------------------------------------------------------------------------
 
-async function readAll(db: IterableDb): Promise<Scan> {
-  const scan: Scan = { balances: new Map(), topups: new Map(), draws: new Map(), entries: [], claims: new Map(), malformed: [] };
-  for await (const [key, value] of db.iterator()) {
+async function readAll(records: LedgerRecords): Promise<Scan> {
+  const scan: Scan = { balances: new Map(), topups: new Map(), draws: new Map(), entries: [], claims: new Map(), statements: new Map(), malformed: [] };
+  for await (const [key, value] of records) {
     const rec = { key, value };
     const v = value as Record<string, unknown> | null;
     const bad = () => scan.malformed.push(rec);
@@ -231,8 +237,16 @@ async function readAll(db: IterableDb): Promise<Scan> {
         if (isStr(v.draw_id) && isStr(v.token_hash)) scan.claims.set(key, rec as { key: string; value: ClaimRecord });
         else bad();
         break;
-      case PREFIX.statement:
-        break; // derived history for display; not money
+      case PREFIX.statement: {
+        // s:<hash>:<seq>: derived history for display, checked against the records above
+        const hash = key.slice(2, key.lastIndexOf(':'));
+        if (isStr(v.kind) && isStr(v.id) && isCents(v.amount_cents) && isStr(v.currency)) {
+          const list = scan.statements.get(hash) ?? [];
+          list.push(rec as { key: string; value: StatementRecord });
+          scan.statements.set(hash, list);
+        } else bad();
+        break;
+      }
       default:
         bad();
     }
@@ -266,6 +280,11 @@ function duplicates<T>(items: Iterable<{ key: string; value: T }>, keyOf: (t: T)
     seen.set(k, list);
   }
   for (const [k, list] of seen) if (list.length > 1) report(k, list);
+}
+
+/** Same JSON value regardless of key order (records may come back from a database reordered). */
+function sameJson(a: unknown, b: unknown): boolean {
+  return canonicalize(a) === canonicalize(b);
 }
 
 function isStr(x: unknown): x is string {

@@ -22,11 +22,11 @@ import type { Context, Middleware } from 'koa';
 import { Challenge, Credential, Receipt } from 'mppx';
 import { Mppx, stripe } from 'mppx/server';
 import { formatCents, parseAmountCents } from '../../contract/money.ts';
-import { LedgerUnavailableError, type Ledger, type LoggerLike } from '../ledger/level/ledger.ts';
+import { LedgerUnavailableError, type Ledger, type LoggerLike } from '../ledger/ledger.ts';
 import { Problem, PROBLEM_CONTENT_TYPE } from '../problem.ts';
 import { observeCharges, redactTokens, type ChargeObservation } from '../processors/observe.ts';
 import type { PaymentProcessor } from '../processors/types.ts';
-import type { TopupRecord } from '../ledger/level/schema.ts';
+import type { TopupRecord } from '../ledger/records.ts';
 import { balanceTokenForChallenge, bearerToken, hashesEqual, hashToken, sha256Hex, tokenHint } from '../tokens.ts';
 
 export const TOPUP_PATH = '/v1/lds/balance/topup';
@@ -78,6 +78,12 @@ export interface TopupAnswer {
 }
 
 const MAX_BODY_BYTES = 16 * 1024;
+/**
+ * How long a claim on a challenge holds while it is charged: longer than the processor's timeout
+ * (20 s), so a slow charge is never overlapped; an instance that dies mid-charge blocks a resend of
+ * the same credential for at most this long (the resend is then safe: same idempotency key).
+ */
+const CHALLENGE_CLAIM_MS = 60_000;
 
 export function createTopupHandler(options: TopupHandlerOptions): Middleware {
   const { ledger, processor, realm, secretKey, logger } = options;
@@ -98,9 +104,6 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
   // `Payment-Authorization` when `Authorization` carries a balance token.
   const plain = Mppx.create({ methods: [method], realm, secretKey });
   const withAuth = Mppx.create({ methods: [method], realm, secretKey, requiresAuth: true });
-  // Challenge ids being processed by this process right now (a second concurrent use is refused
-  // rather than sent to the processor).
-  const inflight = new Set<string>();
 
   return async function topupHandler(ctx: Context): Promise<void> {
     ctx.set('Cache-Control', 'no-store');
@@ -123,13 +126,11 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
       const credentialHeader = bearer ? 'Payment-Authorization' : 'Authorization';
       const server = bearer ? withAuth : plain;
 
-      // Refuse a credential whose challenge is in flight or already credited, before charging.
+      // Refuse a credential whose challenge is in flight (on any instance: the claim lives in the
+      // ledger) or already credited, before charging.
       const challengeId = verifiedChallengeId(ctx.get(credentialHeader), secretKey);
-      if (challengeId) {
-        // check-and-set with no await in between: two concurrent uses cannot both pass
-        if (inflight.has(challengeId)) throw new Problem(409, TOPUP_PROBLEMS.inProgress, 'Top-up in progress', 'this payment credential is being processed; retry shortly to learn the outcome');
-        inflight.add(challengeId);
-      }
+      const claim = challengeId ? await ledger.claimChallenge(challengeId, CHALLENGE_CLAIM_MS) : null;
+      if (challengeId && !claim) throw new Problem(409, TOPUP_PROBLEMS.inProgress, 'Top-up in progress', 'this payment credential is being processed; retry shortly to learn the outcome');
       try {
         const prior = challengeId ? await ledger.findTopupByChallenge(challengeId) : null;
         if (prior) {
@@ -158,7 +159,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
         }
         await refuse(ctx, result.challenge, observation, challengeId, cents, Boolean(ctx.get(credentialHeader)));
       } finally {
-        if (challengeId) inflight.delete(challengeId);
+        await claim?.release();
       }
     } catch (e) {
       respondError(ctx, e, logger);

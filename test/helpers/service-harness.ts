@@ -14,6 +14,9 @@ import { createLogger, startServer, type RunningServer, type StartOptions } from
 import { payTopup } from '../../payments/topup/client.ts';
 import { CATALOG_SRC } from './build.ts';
 import { bearer, postJson } from './http.ts';
+import { BACKEND, ledgerEnv } from './ledgers.ts';
+import type { LedgerSettings } from '../../payments/ledger/open.ts';
+import { freshDatabase } from './pg.ts';
 
 export interface Fixture {
   root: string;
@@ -62,14 +65,20 @@ export async function refsByProduct(storeRoot: string): Promise<Map<string, stri
 export interface TestServer extends RunningServer {
   base: string; // http://127.0.0.1:<port>/v1
   varDir: string;
+  /** Where this server's ledger lives; pass `env: ledgerEnv` (and the same varDir) to restart on the same data. */
+  ledgerSettings: LedgerSettings;
+  ledgerEnv: Record<string, string>;
 }
 
 export async function startTestServer(fx: Fixture, opts: StartOptions & { env?: Record<string, string>; varDir?: string } = {}): Promise<TestServer> {
   const varDir = opts.varDir ?? (await mkdtemp(join(fx.root, 'var-')));
-  const env = { LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: fx.store, LDS_VAR_DIR: varDir, LDS_RATE_LIMIT_RPS: '0', ...(opts.env ?? {}) };
+  // The ledger backend LDS_TEST_BACKEND names: LevelDB under varDir, or a fresh PostgreSQL database.
+  const ledger = BACKEND === 'postgres' && !opts.env?.LDS_LEDGER_URL ? { LDS_LEDGER_URL: await freshDatabase() } : {};
+  const env = { LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: fx.store, LDS_VAR_DIR: varDir, LDS_RATE_LIMIT_RPS: '0', ...ledger, ...(opts.env ?? {}) };
   const config = await loadConfig({ port: 0, host: '127.0.0.1' }, env);
   const running = await startServer(config, { logger: createLogger('silent'), env, ...opts });
-  return { ...running, base: `${running.url}/v1`, varDir };
+  const ledgerSettings = { ledgerDir: config.ledgerDir, ledgerUrl: config.ledgerUrl };
+  return { ...running, base: `${running.url}/v1`, varDir, ledgerSettings, ledgerEnv: ledgerEnv(ledgerSettings) };
 }
 
 export { bearer, postJson };

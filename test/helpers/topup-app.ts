@@ -1,5 +1,5 @@
 // A minimal Koa app mounting the top-up handler over real HTTP on 127.0.0.1:0, with its own
-// temporary ledger. Shared by the top-up tests.
+// temporary ledger (of the backend LDS_TEST_BACKEND names). Shared by the top-up tests.
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,8 @@ import type { Server } from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
-import { Ledger } from '../../payments/ledger/level/ledger.ts';
+import type { Ledger } from '../../payments/ledger/ledger.ts';
+import { openTestLedger } from './ledgers.ts';
 import type { PaymentProcessor } from '../../payments/processors/types.ts';
 import { createTopupHandler, TOPUP_PATH } from '../../payments/topup/handler.ts';
 
@@ -24,7 +25,7 @@ export interface TopupApp {
 
 export async function startTopupApp(processor: PaymentProcessor): Promise<TopupApp> {
   const dir = await mkdtemp(join(tmpdir(), 'lds-topup-'));
-  const ledger = await Ledger.open(join(dir, 'ledger'));
+  const { ledger } = await openTestLedger();
   const logs: TopupApp['logs'] = [];
   const logger = {
     info: (obj: object, msg?: string) => logs.push({ level: 'info', obj, msg }),

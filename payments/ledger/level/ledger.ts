@@ -1,127 +1,45 @@
-// The prepaid-balance ledger (LevelDB, double entry, exactly once).
+// The embedded ledger: LevelDB, one process (the default for a local start; LDS_LEDGER_DIR).
 //
-// Invariants this module maintains (and ../verify.ts audits):
-//   - every state change is one atomic, synced LevelDB batch (see GroupCommitter);
-//   - each change writes two entries that sum to zero, so money is conserved to the cent;
+// How it keeps the guarantees of ../ledger.ts:
+//   - every state change is one atomic, synced LevelDB batch (see GroupCommitter in commit.ts);
 //   - a balance never goes negative: debits are decided under the balance's lock;
-//   - a quote is debited at most once (claim `q:`), a challenge or processor payment is credited
-//     at most once (claims `c:` and `p:`), and each claim is written in the same batch as the money.
+//   - claims (`q:` quote, `c:` challenge, `p:` payment) are written in the same batch as the money.
 //
 // Throughput: decisions are taken from an in-memory view of each touched balance, under a
 // per-balance lock that is held only until the change is queued for commit - not until it is
 // durable. The caller's promise resolves after durability. Because batches are written in order and
 // the committer is fail-stop, a caller is never told "paid" for a change that did not reach disk,
-// while many draws on one balance share an fsync.
-import { mkdir } from 'node:fs/promises';
-import { randomBytes } from 'node:crypto';
+// while many draws on one balance share an fsync. LevelDB lets one process open the directory, so
+// that in-memory view is the whole truth; several instances need the PostgreSQL backend.
+import { mkdir, access } from 'node:fs/promises';
 import { Level } from 'level';
-import { Problem } from '../../problem.ts';
 import { GroupCommitter, KeyedMutex, type BatchOp } from './commit.ts';
+import { ACCOUNT, K, PREFIX, statementLine, txnOf, type BalanceRecord, type ClaimRecord, type DrawRecord, type EntryRecord, type StatementRecord, type TopupRecord } from '../records.ts';
 import {
-  ACCOUNT,
-  K,
-  PREFIX,
-  txnOf,
-  type BalanceRecord,
-  type ClaimRecord,
-  type DrawRecord,
-  type EntryRecord,
-  type StatementRecord,
-  type TopupRecord,
-} from './schema.ts';
-import { verifyLedgerDb, type Violation } from '../verify.ts';
+  LedgerNotEmptyError,
+  LedgerUnavailableError,
+  checkCreditInput,
+  checkDebitInput,
+  newId,
+  statementLimit,
+  type BalanceInfo,
+  type ChallengeClaim,
+  type CreditTopupInput,
+  type CreditTopupResult,
+  type DebitDrawInput,
+  type DebitDrawResult,
+  type ImportRecord,
+  type Ledger,
+  type LedgerRecords,
+  type LoggerLike,
+  toStatementEntry,
+  type StatementEntry,
+} from '../ledger.ts';
+import { importWrites } from '../transfer.ts';
+import { verifyRecords, type Violation } from '../verify.ts';
 import { hashesEqual, isTokenHash, tokenHint } from '../../tokens.ts';
 
-export type { BalanceRecord, DrawRecord, TopupRecord, StatementRecord } from './schema.ts';
-
-/** The subset of a pino logger the payments modules use. */
-export interface LoggerLike {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-export interface DebitDrawInput {
-  quoteId: string;
-  amountCents: number;
-  currency: string;
-  /** Opaque JSON draw record (units, units hash, ...). Stored verbatim and returned on replay. */
-  draw: unknown;
-  /** Shown in the statement. */
-  productId?: string;
-  /** Supply your own id if the draw record must embed it; otherwise one is generated. */
-  drawId?: string;
-}
-
-export type DebitDrawResult =
-  | { kind: 'ok'; draw: DrawRecord; balanceAfterCents: number }
-  /** the same balance already paid this quote: the original draw, nothing debited */
-  | { kind: 'replay'; draw: DrawRecord }
-  /** another balance already paid this quote (the service answers 409) */
-  | { kind: 'other_balance' }
-  | { kind: 'insufficient'; balanceCents: number; currency: string }
-  | { kind: 'unknown_balance' }
-  | { kind: 'currency_mismatch'; balanceCurrency: string };
-
-export interface CreditTopupInput {
-  tokenHash: string;
-  /** true: `tokenHash` belongs to a freshly generated token and the balance is created; false: credit an existing balance */
-  createBalance: boolean;
-  amountCents: number;
-  currency: string;
-  processor: string;
-  /** MPP challenge id (credits at most once) */
-  challengeId: string;
-  /** processor payment reference, e.g. the Stripe PaymentIntent id (credits at most once) */
-  paymentRef: string;  /** SHA-256 of the MPP credential, kept so the same credential resent can be answered again */
-  credentialSha256?: string;
-}
-
-export type CreditTopupResult =
-  | { kind: 'ok'; topup: TopupRecord; balanceAfterCents: number }
-  /** this challenge or payment reference was already credited: nothing credited now */
-  | { kind: 'already_credited'; topup: TopupRecord }
-  | { kind: 'unknown_balance' }
-  | { kind: 'currency_mismatch'; balanceCurrency: string }
-  /** createBalance with a hash that exists (cannot happen with random 256-bit tokens) */
-  | { kind: 'balance_exists' };
-
-export interface BalanceInfo {
-  cents: number;
-  currency: string;
-  createdAt: string;
-}
-
-export interface StatementEntry {
-  kind: 'topup' | 'draw';
-  id: string;
-  amountCents: number;
-  currency: string;
-  balanceAfterCents: number;
-  at: string;
-  quoteId?: string;
-  productId?: string;
-}
-
-/** The ledger is closed or has stopped after a failed write; answer 503 and restart. */
-/**
- * The ledger refuses work (closed, or stopped after a failed write). A Problem, so every transport
- * (draw, balance, top-up, MCP, A2A) answers the same 503 without a special case; the internal
- * reason is kept for the log, not sent.
- */
-export class LedgerUnavailableError extends Problem {
-  constructor(
-    readonly reason: string,
-    options?: { cause?: unknown },
-  ) {
-    super(503, 'ledger-unavailable', 'Ledger unavailable', 'The balance ledger is not accepting changes. Retry shortly: a paid draw is charged at most once per quote_id and a top-up credential is credited at most once.');
-    this.name = 'LedgerUnavailableError';
-    this.message = `ledger unavailable: ${reason}`; // for logs and stack traces; clients get `detail`
-    if (options?.cause !== undefined) (this as { cause?: unknown }).cause = options.cause;
-  }
-}
-
-export interface LedgerOptions {
+export interface LevelLedgerOptions {
   logger?: LoggerLike;
 }
 
@@ -130,7 +48,34 @@ interface Pending<T> {
   durable: Promise<void>;
 }
 
-export class Ledger {
+/** Opening failed because another process holds the LevelDB lock. */
+export class LedgerLockedError extends Error {}
+
+/**
+ * Opens the LevelDB at `dir`, turning "database failed to open" into a message that says which
+ * database, that another process holds it, and what to do instead.
+ */
+export async function openLevelDb(dir: string, options: { createIfMissing: boolean }): Promise<Level<string, unknown>> {
+  if (options.createIfMissing) await mkdir(dir, { recursive: true });
+  else await access(dir); // a missing directory is an operator error, not an empty ledger
+  const db = new Level<string, unknown>(dir, { valueEncoding: 'json', createIfMissing: options.createIfMissing });
+  try {
+    await db.open();
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause;
+    if (cause?.code === 'LEVEL_LOCKED') {
+      throw new LedgerLockedError(
+        `the ledger database ${dir} is held by another process (a running service?). One LevelDB ledger serves one process: stop the other process, ` +
+          'or give this one its own LDS_LEDGER_DIR, or run several instances on the PostgreSQL ledger (LDS_LEDGER_URL=postgres://...).',
+      );
+    }
+    throw err;
+  }
+  return db;
+}
+
+export class LevelLedger implements Ledger {
+  readonly backend = 'level' as const;
   private readonly locks = new KeyedMutex();
   private readonly committer: GroupCommitter;
   /** Authoritative in-memory view of every balance touched since open (loaded under its lock). */
@@ -139,11 +84,14 @@ export class Ledger {
   private readonly pendingDraws = new Map<string, Pending<DrawRecord>>();
   private readonly pendingByChallenge = new Map<string, Pending<TopupRecord>>();
   private readonly pendingByPayment = new Map<string, Pending<TopupRecord>>();
+  /** Challenges being charged right now, with the time their claim lapses (this process is the only writer). */
+  private readonly challengeClaims = new Map<string, number>();
   private seq: number;
   private closed = false;
 
   private constructor(
     private readonly db: Level<string, unknown>,
+    readonly location: string,
     lastSeq: number,
     private readonly logger?: LoggerLike,
   ) {
@@ -151,27 +99,18 @@ export class Ledger {
     this.committer = new GroupCommitter(db, (e) => this.logger?.error({ err: e.message }, 'ledger stopped after a failed write'));
   }
 
-  static async open(dir: string, options: LedgerOptions = {}): Promise<Ledger> {
-    await mkdir(dir, { recursive: true });
-    const db = new Level<string, unknown>(dir, { valueEncoding: 'json' });
-    await db.open();
-    let lastSeq = 0;
-    for await (const key of db.keys({ gte: PREFIX.entry, lt: 'e;', reverse: true, limit: 1 })) {
-      lastSeq = Number(key.slice(PREFIX.entry.length));
-    }
-    return new Ledger(db, lastSeq, options.logger);
+  static async open(dir: string, options: LevelLedgerOptions = {}): Promise<LevelLedger> {
+    const db = await openLevelDb(dir, { createIfMissing: true });
+    return new LevelLedger(db, dir, await lastSeqOf(db), options.logger);
   }
 
   // ---------------------------------------------------------------- draws
 
   async debitDraw(tokenHash: string, input: DebitDrawInput): Promise<DebitDrawResult> {
     this.assertUsable();
-    assertCents(input.amountCents);
-    assertId(input.quoteId, 'quoteId');
-    assertCurrency(input.currency);
+    checkDebitInput(input);
     if (!isTokenHash(tokenHash)) return { kind: 'unknown_balance' };
     const drawId = input.drawId ?? newId('drw');
-    assertId(drawId, 'drawId');
 
     // Set inside the locked section; awaited after the locks are released (see the file comment).
     const commit: { durable?: Promise<void> } = {};
@@ -203,25 +142,13 @@ export class Ledger {
           at,
           draw: input.draw ?? null,
         };
-        const txn = txnOf.draw(drawId);
         const newBal: BalanceRecord = { ...bal, cents: after, last_seq: creditSeq };
-        const stmt: StatementRecord = {
-          kind: 'draw',
-          id: drawId,
-          amount_cents: input.amountCents,
-          currency: input.currency,
-          balance_after_cents: after,
-          at,
-          quote_id: input.quoteId,
-          ...(input.productId !== undefined ? { product_id: input.productId } : {}),
-        };
         const ops: BatchOp[] = [
           put(K.draw(drawId), draw),
           put(K.quote(input.quoteId), { draw_id: drawId, token_hash: tokenHash } satisfies ClaimRecord),
-          put(K.entry(debitSeq), entry(debitSeq, txn, ACCOUNT.balance(tokenHash), -input.amountCents, input.currency, at)),
-          put(K.entry(creditSeq), entry(creditSeq, txn, ACCOUNT.revenue, input.amountCents, input.currency, at)),
+          ...drawEntries(draw, debitSeq, creditSeq).map((e) => put(K.entry(e.seq), e)),
           put(K.balance(tokenHash), newBal),
-          put(K.statement(tokenHash, creditSeq), stmt),
+          put(K.statement(tokenHash, debitSeq), statementLine({ kind: 'draw', ...draw })),
         ];
         commit.durable = this.committer.enqueue(ops);
         this.balances.set(tokenHash, newBal);
@@ -237,11 +164,7 @@ export class Ledger {
 
   async creditTopup(input: CreditTopupInput): Promise<CreditTopupResult> {
     this.assertUsable();
-    assertCents(input.amountCents);
-    assertCurrency(input.currency);
-    assertId(input.challengeId, 'challengeId');
-    assertId(input.paymentRef, 'paymentRef');
-    assertId(input.processor, 'processor');
+    checkCreditInput(input);
     if (!isTokenHash(input.tokenHash)) return { kind: 'unknown_balance' };
     const { tokenHash } = input;
     const paymentKey = `${input.processor}:${input.paymentRef}`;
@@ -260,7 +183,7 @@ export class Ledger {
 
           this.assertUsable();
           const at = new Date().toISOString();
-          const bal: BalanceRecord = existing ?? { token_hash: tokenHash, currency: input.currency, cents: 0, created_at: at, last_seq: 0 };
+          const bal: BalanceRecord = existing ?? { token_hash: tokenHash, currency: input.currency, cents: 0, created_at: at };
           const after = bal.cents + input.amountCents;
           if (!Number.isSafeInteger(after)) throw new RangeError('balance would overflow');
           const topupId = newId('top');
@@ -279,17 +202,14 @@ export class Ledger {
             at,
             ...(input.credentialSha256 ? { credential_sha256: input.credentialSha256 } : {}),
           };
-          const txn = txnOf.topup(topupId);
           const newBal: BalanceRecord = { ...bal, cents: after, last_seq: creditSeq };
-          const stmt: StatementRecord = { kind: 'topup', id: topupId, amount_cents: input.amountCents, currency: input.currency, balance_after_cents: after, at };
           const ops: BatchOp[] = [
             put(K.topup(topupId), topup),
             put(K.challenge(input.challengeId), { topup_id: topupId } satisfies ClaimRecord),
             put(K.payment(input.processor, input.paymentRef), { topup_id: topupId } satisfies ClaimRecord),
-            put(K.entry(clearingSeq), entry(clearingSeq, txn, ACCOUNT.clearing(input.processor), -input.amountCents, input.currency, at)),
-            put(K.entry(creditSeq), entry(creditSeq, txn, ACCOUNT.balance(tokenHash), input.amountCents, input.currency, at)),
+            ...topupEntries(topup, clearingSeq, creditSeq).map((e) => put(K.entry(e.seq), e)),
             put(K.balance(tokenHash), newBal),
-            put(K.statement(tokenHash, creditSeq), stmt),
+            put(K.statement(tokenHash, creditSeq), statementLine({ kind: 'topup', ...topup })),
           ];
           commit.durable = this.committer.enqueue(ops);
           this.balances.set(tokenHash, newBal);
@@ -307,13 +227,27 @@ export class Ledger {
     return result;
   }
 
-  /** The top-up that consumed this MPP challenge, if any (durable state only). */
   async findTopupByChallenge(challengeId: string): Promise<TopupRecord | null> {
     return this.findPendingOrClaimed(this.pendingByChallenge.get(challengeId), K.challenge(challengeId));
   }
 
   async findTopupByPayment(processor: string, paymentRef: string): Promise<TopupRecord | null> {
     return this.findPendingOrClaimed(this.pendingByPayment.get(`${processor}:${paymentRef}`), K.payment(processor, paymentRef));
+  }
+
+  async claimChallenge(challengeId: string, leaseMs: number): Promise<ChallengeClaim | null> {
+    this.assertUsable();
+    const now = Date.now();
+    const held = this.challengeClaims.get(challengeId);
+    // check-and-set with no await in between: two concurrent uses cannot both pass
+    if (held !== undefined && held > now) return null;
+    const until = now + leaseMs;
+    this.challengeClaims.set(challengeId, until);
+    return {
+      release: async () => {
+        if (this.challengeClaims.get(challengeId) === until) this.challengeClaims.delete(challengeId);
+      },
+    };
   }
 
   // ---------------------------------------------------------------- reads
@@ -330,35 +264,42 @@ export class Ledger {
     return { cents: rec.cents, currency: rec.currency, createdAt: rec.created_at };
   }
 
-  /** The most recent top-ups and draws of a balance, newest first. */
-  async statement(tokenHash: string, limit = 20): Promise<StatementEntry[]> {
+  async statement(tokenHash: string, limit?: number): Promise<StatementEntry[]> {
     this.assertUsable();
     if (!isTokenHash(tokenHash)) return [];
     await this.committer.flush();
-    const n = Math.max(0, Math.min(1000, Math.floor(limit)));
+    const n = statementLimit(limit);
     const out: StatementEntry[] = [];
     const prefix = `${PREFIX.statement}${tokenHash}:`;
-    for await (const value of this.db.values({ gt: prefix, lt: `${prefix}~`, reverse: true, limit: n })) {
-      const s = value as StatementRecord;
-      out.push({
-        kind: s.kind,
-        id: s.id,
-        amountCents: s.amount_cents,
-        currency: s.currency,
-        balanceAfterCents: s.balance_after_cents,
-        at: s.at,
-        ...(s.quote_id !== undefined ? { quoteId: s.quote_id } : {}),
-        ...(s.product_id !== undefined ? { productId: s.product_id } : {}),
-      });
-    }
+    for await (const value of this.db.values({ gt: prefix, lt: `${prefix}~`, reverse: true, limit: n })) out.push(toStatementEntry(value as StatementRecord));
     return out;
   }
 
-  /** Audits the live ledger (see ../verify.ts); one iterator, so one consistent snapshot. */
-  async verify(): Promise<Violation[]> {
+  /** One iterator over the whole database is one LevelDB snapshot; queued changes are flushed first. */
+  async readSnapshot<T>(read: (records: LedgerRecords) => Promise<T>): Promise<T> {
     this.assertUsable();
     await this.committer.flush();
-    return verifyLedgerDb(this.db);
+    return read(this.db.iterator() as LedgerRecords);
+  }
+
+  async verify(): Promise<Violation[]> {
+    return this.readSnapshot(verifyRecords);
+  }
+
+  async importRecords(records: AsyncIterable<ImportRecord>): Promise<void> {
+    this.assertUsable();
+    for await (const _key of this.db.keys({ limit: 1 })) throw new LedgerNotEmptyError(`the ledger ${this.location} is not empty: import into a new, empty ledger directory`);
+    const ops: BatchOp[] = [];
+    const flush = async () => {
+      if (ops.length) await this.committer.enqueue(ops.splice(0));
+    };
+    for await (const [key, value] of importWrites(records)) {
+      ops.push(put(key, value));
+      if (ops.length >= 2000) await flush();
+    }
+    await flush();
+    this.seq = await lastSeqOf(this.db);
+    this.balances.clear();
   }
 
   async close(): Promise<void> {
@@ -406,6 +347,7 @@ export class Ledger {
   }
 
   private async findPendingOrClaimed(pending: Pending<TopupRecord> | undefined, claimKey: string): Promise<TopupRecord | null> {
+    this.assertUsable();
     if (pending) {
       await pending.durable;
       return pending.record;
@@ -429,26 +371,41 @@ export class Ledger {
   }
 }
 
+/** The highest entry seq written so far (0 for an empty ledger). */
+async function lastSeqOf(db: Level<string, unknown>): Promise<number> {
+  for await (const key of db.keys({ gte: PREFIX.entry, lt: 'e;', reverse: true, limit: 1 })) return Number(key.slice(PREFIX.entry.length));
+  return 0;
+}
+
 function put(key: string, value: unknown): BatchOp {
   return { type: 'put', key, value };
 }
 
-function entry(seq: number, txn: string, account: string, cents: number, currency: string, at: string): EntryRecord {
-  return { seq, txn, account, cents, currency, at };
+/** The two entries of a draw: the balance pays revenue. */
+export function drawEntries(d: DrawRecord, debitSeq: number, creditSeq: number): EntryRecord[] {
+  const txn = txnOf.draw(d.draw_id);
+  return [
+    { seq: debitSeq, txn, account: ACCOUNT.balance(d.token_hash), cents: -d.amount_cents, currency: d.currency, at: d.at },
+    { seq: creditSeq, txn, account: ACCOUNT.revenue, cents: d.amount_cents, currency: d.currency, at: d.at },
+  ];
 }
 
-function newId(prefix: string): string {
-  return `${prefix}_${randomBytes(16).toString('base64url')}`;
+/** The two entries of a top-up: the processor's clearing account pays the balance. */
+export function topupEntries(t: TopupRecord, clearingSeq: number, creditSeq: number): EntryRecord[] {
+  const txn = txnOf.topup(t.topup_id);
+  return [
+    { seq: clearingSeq, txn, account: ACCOUNT.clearing(t.processor), cents: -t.amount_cents, currency: t.currency, at: t.at },
+    { seq: creditSeq, txn, account: ACCOUNT.balance(t.token_hash), cents: t.amount_cents, currency: t.currency, at: t.at },
+  ];
 }
 
-function assertCents(n: number): void {
-  if (!Number.isSafeInteger(n) || n <= 0) throw new RangeError(`amount must be a positive integer number of cents, got ${n}`);
-}
 
-function assertCurrency(c: string): void {
-  if (typeof c !== 'string' || !/^[A-Z]{3}$/.test(c)) throw new RangeError(`currency must be an ISO 4217 code, got ${String(c)}`);
-}
-
-function assertId(s: string, what: string): void {
-  if (typeof s !== 'string' || s.length === 0 || s.length > 512) throw new RangeError(`${what} must be a non-empty string of at most 512 characters`);
+/** Audits a ledger directory that no process has open (`ledger verify` with the service stopped). */
+export async function verifyLevelDir(dir: string): Promise<Violation[]> {
+  const db = await openLevelDb(dir, { createIfMissing: false });
+  try {
+    return await verifyRecords(db.iterator() as LedgerRecords);
+  } finally {
+    await db.close();
+  }
 }

@@ -1,7 +1,9 @@
-// The LevelDB layout of the ledger, shared by the writer (ledger.ts) and the auditor
-// (../verify.ts) so the two can never disagree about where a record lives.
+// The ledger's records, the same for every backend: the writers (level/, postgres/), the auditor
+// (verify.ts) and the export format (transfer.ts) all use these shapes, so they can never disagree.
+// `K` names where each record lives: the LevelDB key, and the name under which verify and export
+// report a PostgreSQL row (one table per record kind; claims are its UNIQUE constraints).
 //
-// Money is integer cents everywhere. Every state change writes, in one synced batch:
+// Money is integer cents everywhere. Every state change writes, in one atomic transaction:
 //   - the business record (top-up `t:` or draw `d:`),
 //   - its uniqueness claims (`c:` challenge, `p:` payment reference, `q:` quote),
 //   - two double-entry lines (`e:`) that sum to zero,
@@ -38,8 +40,8 @@ export interface BalanceRecord {
   currency: string;
   cents: number;
   created_at: string;
-  /** seq of the last entry that changed this balance */
-  last_seq: number;
+  /** seq of the last entry that changed this balance (LevelDB only; not part of the export) */
+  last_seq?: number;
 }
 
 export interface TopupRecord {
@@ -104,3 +106,25 @@ export const txnOf = {
   topup: (id: string) => `topup:${id}`,
   draw: (id: string) => `draw:${id}`,
 };
+
+/** A record that moved money: what a statement line is made from. */
+export type MoneyRecord = ({ kind: 'topup' } & TopupRecord) | ({ kind: 'draw' } & DrawRecord);
+
+/**
+ * The buyer's statement line for a change of their balance, derived from the business record and
+ * the seq of its balance entry. Written beside the entries (so a statement is one range read), and
+ * rebuilt the same way on import, so verify can demand that it equals what the entries say.
+ */
+export function statementLine(r: MoneyRecord): StatementRecord {
+  if (r.kind === 'topup') return { kind: 'topup', id: r.topup_id, amount_cents: r.amount_cents, currency: r.currency, balance_after_cents: r.balance_after_cents, at: r.at };
+  return {
+    kind: 'draw',
+    id: r.draw_id,
+    amount_cents: r.amount_cents,
+    currency: r.currency,
+    balance_after_cents: r.balance_after_cents,
+    at: r.at,
+    quote_id: r.quote_id,
+    ...(r.product_id !== undefined ? { product_id: r.product_id } : {}),
+  };
+}

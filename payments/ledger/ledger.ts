@@ -1,0 +1,215 @@
+// The ledger interface: the one place the payments service keeps money. Two backends implement it,
+// with the same records (records.ts) and the same guarantees:
+//   - level/     the embedded LevelDB default (one process; LDS_LEDGER_DIR);
+//   - postgres/  PostgreSQL for any number of stateless service instances (LDS_LEDGER_URL).
+// Guarantees every backend gives, and verify.ts audits:
+//   - every state change is one atomic, durable transaction: the business record, its uniqueness
+//     claims, two double-entry lines that sum to zero, the new balance and the statement line;
+//   - a balance never goes negative;
+//   - a quote is debited at most once, an MPP challenge and a processor payment credited at most once,
+//     whatever the retries, duplicates or number of instances;
+//   - a promise resolves only once its change is durable.
+import { randomBytes } from 'node:crypto';
+import { Problem } from '../problem.ts';
+import type { DrawRecord, StatementRecord, TopupRecord } from './records.ts';
+import type { Violation } from './verify.ts';
+
+export type { BalanceRecord, DrawRecord, EntryRecord, StatementRecord, TopupRecord } from './records.ts';
+
+export type LedgerBackend = 'level' | 'postgres';
+
+/** The subset of a pino logger the payments modules use. */
+export interface LoggerLike {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface DebitDrawInput {
+  quoteId: string;
+  amountCents: number;
+  currency: string;
+  /** Opaque JSON draw record (units, units hash, ...). Stored verbatim and returned on replay. */
+  draw: unknown;
+  /** Shown in the statement. */
+  productId?: string;
+  /** Supply your own id if the draw record must embed it; otherwise one is generated. */
+  drawId?: string;
+}
+
+export type DebitDrawResult =
+  | { kind: 'ok'; draw: DrawRecord; balanceAfterCents: number }
+  /** the same balance already paid this quote: the original draw, nothing debited */
+  | { kind: 'replay'; draw: DrawRecord }
+  /** another balance already paid this quote (the service answers 409) */
+  | { kind: 'other_balance' }
+  | { kind: 'insufficient'; balanceCents: number; currency: string }
+  | { kind: 'unknown_balance' }
+  | { kind: 'currency_mismatch'; balanceCurrency: string };
+
+export interface CreditTopupInput {
+  tokenHash: string;
+  /** true: `tokenHash` belongs to a freshly minted token and the balance is created; false: credit an existing balance */
+  createBalance: boolean;
+  amountCents: number;
+  currency: string;
+  processor: string;
+  /** MPP challenge id (credits at most once) */
+  challengeId: string;
+  /** processor payment reference, e.g. the Stripe PaymentIntent id (credits at most once) */
+  paymentRef: string;
+  /** SHA-256 of the MPP credential, kept so the same credential resent can be answered again */
+  credentialSha256?: string;
+}
+
+export type CreditTopupResult =
+  | { kind: 'ok'; topup: TopupRecord; balanceAfterCents: number }
+  /** this challenge or payment reference was already credited: nothing credited now */
+  | { kind: 'already_credited'; topup: TopupRecord }
+  | { kind: 'unknown_balance' }
+  | { kind: 'currency_mismatch'; balanceCurrency: string }
+  /** createBalance with a hash that exists (cannot happen with random 256-bit tokens) */
+  | { kind: 'balance_exists' };
+
+export interface BalanceInfo {
+  cents: number;
+  currency: string;
+  createdAt: string;
+}
+
+export interface StatementEntry {
+  kind: 'topup' | 'draw';
+  id: string;
+  amountCents: number;
+  currency: string;
+  balanceAfterCents: number;
+  at: string;
+  quoteId?: string;
+  productId?: string;
+}
+
+/** A held claim on an MPP challenge being processed (see Ledger.claimChallenge). */
+export interface ChallengeClaim {
+  release(): Promise<void>;
+}
+
+/** Every record of a ledger as [logical key, value], in key order (records.ts `K`). */
+export type LedgerRecords = AsyncIterable<[string, unknown]>;
+
+export interface Ledger {
+  readonly backend: LedgerBackend;
+  /** Where the ledger lives, safe to log: a directory, or a database URL without its password. */
+  readonly location: string;
+
+  /** Debits a balance for a quote, exactly once per quote id. */
+  debitDraw(tokenHash: string, input: DebitDrawInput): Promise<DebitDrawResult>;
+  /** Credits (or creates) a balance for a processor payment, exactly once per challenge and payment. */
+  creditTopup(input: CreditTopupInput): Promise<CreditTopupResult>;
+
+  /** The draw that paid this quote, if any (durable state only). */
+  findDrawByQuote(quoteId: string): Promise<DrawRecord | null>;
+  /** The top-up that consumed this MPP challenge, if any (durable state only). */
+  findTopupByChallenge(challengeId: string): Promise<TopupRecord | null>;
+  findTopupByPayment(processor: string, paymentRef: string): Promise<TopupRecord | null>;
+  /** Durable balance, or null for an unknown token hash. */
+  getBalance(tokenHash: string): Promise<BalanceInfo | null>;
+  /** The most recent top-ups and draws of a balance, newest first. */
+  statement(tokenHash: string, limit?: number): Promise<StatementEntry[]>;
+
+  /**
+   * Claims an MPP challenge for the duration of one charge attempt, so that the same credential
+   * sent to two instances at once reaches the processor once. Null when someone else holds it.
+   * A claim lapses after `leaseMs` (an instance that died while holding it does not block a retry;
+   * the processor's idempotency key and the ledger's unique claims still make the retry safe).
+   */
+  claimChallenge(challengeId: string, leaseMs: number): Promise<ChallengeClaim | null>;
+
+  /** Reads every record within one consistent snapshot (for verify and export), while serving. */
+  readSnapshot<T>(read: (records: LedgerRecords) => Promise<T>): Promise<T>;
+  /** Audits the whole ledger (verify.ts) over one consistent snapshot. */
+  verify(): Promise<Violation[]>;
+  /** Loads exported records (transfer.ts) into this ledger, which must hold no money records yet. */
+  importRecords(records: AsyncIterable<ImportRecord>): Promise<void>;
+
+  close(): Promise<void>;
+}
+
+/** One record of an export, validated (transfer.ts readExport). */
+export type ImportRecord =
+  | { type: 'account'; value: import('./records.ts').BalanceRecord }
+  | { type: 'topup'; value: TopupRecord }
+  | { type: 'draw'; value: DrawRecord }
+  | { type: 'entry'; value: import('./records.ts').EntryRecord };
+
+/**
+ * The ledger refuses work (closed, stopped after a failed write, or its database unreachable). A
+ * Problem, so every transport (draw, balance, top-up, MCP, A2A) answers the same 503 without a
+ * special case; the internal reason is kept for the log, not sent.
+ */
+export class LedgerUnavailableError extends Problem {
+  constructor(
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(503, 'ledger-unavailable', 'Ledger unavailable', 'The balance ledger is not accepting changes. Retry shortly: a paid draw is charged at most once per quote_id and a top-up credential is credited at most once.');
+    this.name = 'LedgerUnavailableError';
+    this.message = `ledger unavailable: ${reason}`; // for logs and stack traces; clients get `detail`
+    if (options?.cause !== undefined) (this as { cause?: unknown }).cause = options.cause;
+  }
+}
+
+/** The ledger already holds money records: an import would mix two histories. */
+export class LedgerNotEmptyError extends Error {}
+
+// ---- input checks shared by the backends (a bug in a caller, never a buyer's input) ----
+
+export function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(16).toString('base64url')}`;
+}
+
+export function assertCents(n: number): void {
+  if (!Number.isSafeInteger(n) || n <= 0) throw new RangeError(`amount must be a positive integer number of cents, got ${n}`);
+}
+
+export function assertCurrency(c: string): void {
+  if (typeof c !== 'string' || !/^[A-Z]{3}$/.test(c)) throw new RangeError(`currency must be an ISO 4217 code, got ${String(c)}`);
+}
+
+export function assertId(s: string, what: string): void {
+  if (typeof s !== 'string' || s.length === 0 || s.length > 512) throw new RangeError(`${what} must be a non-empty string of at most 512 characters`);
+}
+
+/** Checks a debit's input; the backends call it first so both refuse the same things the same way. */
+export function checkDebitInput(input: DebitDrawInput): void {
+  assertCents(input.amountCents);
+  assertId(input.quoteId, 'quoteId');
+  assertCurrency(input.currency);
+  if (input.drawId !== undefined) assertId(input.drawId, 'drawId');
+}
+
+export function checkCreditInput(input: CreditTopupInput): void {
+  assertCents(input.amountCents);
+  assertCurrency(input.currency);
+  assertId(input.challengeId, 'challengeId');
+  assertId(input.paymentRef, 'paymentRef');
+  assertId(input.processor, 'processor');
+}
+
+/** Statement length bounds, the same for both backends. */
+export function statementLimit(limit: number | undefined): number {
+  return Math.max(0, Math.min(1000, Math.floor(limit ?? 20)));
+}
+
+/** A stored statement line as the service reads it. */
+export function toStatementEntry(s: StatementRecord): StatementEntry {
+  return {
+    kind: s.kind,
+    id: s.id,
+    amountCents: s.amount_cents,
+    currency: s.currency,
+    balanceAfterCents: s.balance_after_cents,
+    at: s.at,
+    ...(s.quote_id !== undefined ? { quoteId: s.quote_id } : {}),
+    ...(s.product_id !== undefined ? { productId: s.product_id } : {}),
+  };
+}

@@ -1,0 +1,37 @@
+// Picks the ledger backend from the configuration: PostgreSQL when a URL is given
+// (LDS_LEDGER_URL=postgres://...), otherwise the embedded LevelDB under LDS_LEDGER_DIR.
+import type { Ledger, LoggerLike } from './ledger.ts';
+
+export interface LedgerSettings {
+  /** postgres://… : the PostgreSQL ledger; unset: LevelDB in ledgerDir. */
+  ledgerUrl?: string;
+  ledgerDir: string;
+  pgPoolSize?: number;
+  pgStatementTimeoutMs?: number;
+}
+
+/** A database URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparseable URL)';
+  }
+}
+
+export function isPostgresUrl(url: string | undefined): url is string {
+  return !!url && /^postgres(ql)?:\/\//i.test(url);
+}
+
+/** Opens the configured ledger. `migrate: false` opens a PostgreSQL ledger without changing its schema. */
+export async function openLedger(s: LedgerSettings, o: { logger?: LoggerLike; migrate?: boolean } = {}): Promise<Ledger> {
+  if (s.ledgerUrl) {
+    if (!isPostgresUrl(s.ledgerUrl)) throw new Error('LDS_LEDGER_URL must be a postgres:// (or postgresql://) URL');
+    const { PgLedger } = await import('./postgres/ledger.ts');
+    return PgLedger.open({ url: s.ledgerUrl, poolSize: s.pgPoolSize, statementTimeoutMs: s.pgStatementTimeoutMs, logger: o.logger, migrate: o.migrate });
+  }
+  const { LevelLedger } = await import('./level/ledger.ts');
+  return LevelLedger.open(s.ledgerDir, { logger: o.logger });
+}

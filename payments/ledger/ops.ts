@@ -1,0 +1,80 @@
+// What the `ledger` commands do, for either backend, while the service runs or not:
+//   verify   audit one consistent snapshot;
+//   export   write it as NDJSON (transfer.ts);
+//   import   load an export into an empty ledger, then verify it;
+//   migrate  bring a PostgreSQL ledger's schema up to date.
+// LevelDB: the directory is opened directly when no process holds it; otherwise the running
+// service answers over its ledger socket (level/admin.ts). PostgreSQL: a connection of our own.
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { LedgerSettings } from './open.ts';
+import { openLedger, redactUrl } from './open.ts';
+import { readExport, writeExport } from './transfer.ts';
+import type { Violation } from './verify.ts';
+import type { Ledger } from './ledger.ts';
+
+export function describeLedger(s: LedgerSettings): string {
+  return s.ledgerUrl ? `PostgreSQL ${redactUrl(s.ledgerUrl)}` : `LevelDB ${s.ledgerDir}`;
+}
+
+/** Runs `fn` on the ledger opened by this process, or returns null when a running service holds the LevelDB. */
+async function withOwnLedger<T>(s: LedgerSettings, fn: (l: Ledger) => Promise<T>, o: { create?: boolean; migrate?: boolean } = {}): Promise<T | null> {
+  let ledger: Ledger;
+  if (s.ledgerUrl) ledger = await openLedger(s, { migrate: o.migrate ?? false });
+  else {
+    const { LevelLedger, LedgerLockedError, openLevelDb } = await import('./level/ledger.ts');
+    try {
+      if (!o.create) await (await openLevelDb(s.ledgerDir, { createIfMissing: false })).close(); // exists, and free
+      ledger = await LevelLedger.open(s.ledgerDir);
+    } catch (err) {
+      if (err instanceof LedgerLockedError) return null;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`no ledger at ${s.ledgerDir} (nothing has been paid there yet, or LDS_LEDGER_DIR / --dir points elsewhere)`);
+      throw err;
+    }
+  }
+  try {
+    return await fn(ledger);
+  } finally {
+    await ledger.close();
+  }
+}
+
+export async function verifyLedgerAt(s: LedgerSettings): Promise<Violation[]> {
+  const own = await withOwnLedger(s, (l) => l.verify());
+  if (own) return own;
+  const { adminSocketPath, askRunningService } = await import('./level/admin.ts');
+  let body = '';
+  await askRunningService(adminSocketPath(s.ledgerDir), '/verify', (c) => void (body += c));
+  return JSON.parse(body) as Violation[];
+}
+
+export async function exportLedgerAt(s: LedgerSettings, write: (chunk: string) => void | Promise<void>): Promise<void> {
+  const own = await withOwnLedger(s, (l) => l.readSnapshot((records) => writeExport(records, write)).then(() => true));
+  if (own) return;
+  const { adminSocketPath, askRunningService } = await import('./level/admin.ts');
+  await askRunningService(adminSocketPath(s.ledgerDir), '/export', write);
+}
+
+/** Imports an export file into an empty ledger (created if needed; PostgreSQL is migrated first) and verifies it. */
+export async function importLedgerAt(s: LedgerSettings, file: string): Promise<Violation[]> {
+  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  const result = await withOwnLedger(
+    s,
+    async (l) => {
+      await l.importRecords(readExport(lines));
+      return l.verify();
+    },
+    { create: true, migrate: true },
+  );
+  if (!result) throw new Error(`the ledger ${s.ledgerDir} is held by a running service: import into a ledger no process is using`);
+  return result;
+}
+
+export async function migrateLedgerAt(s: LedgerSettings): Promise<string> {
+  if (!s.ledgerUrl) return `LevelDB ${s.ledgerDir}: no schema to migrate`;
+  const { PgLedger } = await import('./postgres/ledger.ts');
+  const { SCHEMA_VERSION } = await import('./postgres/migrations.ts');
+  const l = await PgLedger.open({ url: s.ledgerUrl, migrate: true });
+  await l.close();
+  return `${describeLedger(s)}: schema at version ${SCHEMA_VERSION}`;
+}

@@ -1,0 +1,68 @@
+// Which ledger backend a payments test runs on: LDS_TEST_BACKEND=level (default) or postgres.
+// test/run.ts runs every payments suite (service-, topup-, ledger-, agents- files) once per backend,
+// so the same assertions hold for the embedded LevelDB ledger and for PostgreSQL.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Ledger } from '../../payments/ledger/ledger.ts';
+import { openLedger, type LedgerSettings } from '../../payments/ledger/open.ts';
+import { verifyLedgerAt } from '../../payments/ledger/ops.ts';
+import type { Violation } from '../../payments/ledger/verify.ts';
+import { freshDatabase } from './pg.ts';
+
+export type Backend = 'level' | 'postgres';
+
+export const BACKEND: Backend = process.env.LDS_TEST_BACKEND === 'postgres' ? 'postgres' : 'level';
+
+/** A new, empty ledger location of the given backend: a temp directory, or a fresh database. */
+export async function newLedgerSettings(backend: Backend = BACKEND): Promise<LedgerSettings> {
+  const ledgerDir = join(await mkdtemp(join(tmpdir(), 'lds-ledger-')), 'ledger');
+  if (backend === 'level') return { ledgerDir };
+  return { ledgerDir, ledgerUrl: await freshDatabase() };
+}
+
+/** Environment that points a service (or the CLI) at these settings. */
+export function ledgerEnv(s: LedgerSettings): Record<string, string> {
+  return s.ledgerUrl ? { LDS_LEDGER_URL: s.ledgerUrl } : { LDS_LEDGER_DIR: s.ledgerDir };
+}
+
+export interface TestLedger {
+  ledger: Ledger;
+  settings: LedgerSettings;
+  /** Close and open again on the same data. */
+  reopen(): Promise<Ledger>;
+  /** Verify with the ledger closed, as `ledger verify` would. */
+  verifyClosed(): Promise<Violation[]>;
+}
+
+export async function openTestLedger(backend: Backend = BACKEND): Promise<TestLedger> {
+  const settings = await newLedgerSettings(backend);
+  const t: TestLedger = {
+    ledger: await openLedger(settings),
+    settings,
+    async reopen() {
+      await t.ledger.close();
+      t.ledger = await openLedger(settings);
+      return t.ledger;
+    },
+    verifyClosed: () => verifyLedgerAt(settings),
+  };
+  return t;
+}
+
+/**
+ * Every record of a ledger nobody else holds (any PostgreSQL ledger; a LevelDB ledger whose service
+ * has stopped), by logical key (records.ts K): to check that what clients were told is in the ledger.
+ */
+export async function ledgerRecords(s: LedgerSettings): Promise<Map<string, any>> {
+  const ledger = await openLedger(s, { migrate: false });
+  try {
+    return await ledger.readSnapshot(async (records) => {
+      const out = new Map<string, any>();
+      for await (const [k, v] of records) out.set(k, v);
+      return out;
+    });
+  } finally {
+    await ledger.close();
+  }
+}
