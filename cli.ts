@@ -63,6 +63,14 @@ program
     console.log(`built ${result.version} (${result.files} files in ${result.outDir}; store ${result.storeVersion ?? 'not built'}) in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   });
 
+// Stopping: the server drains on SIGTERM and SIGINT (payments/serve.ts), so the signal must reach
+// this process. `npm start` runs its script as `sh -c '<script>'` and forwards SIGTERM/SIGINT only
+// to that shell; Debian's sh (dash) neither execs the last command of `-c` nor passes the signal
+// on: it just dies, npm exits, and the server is orphaned and keeps answering. The tsx CLI made it
+// worse: it runs the program in a second Node process behind a signal relay of its own. So the npm
+// scripts are `exec node --import tsx cli.ts …`: `exec` replaces the shell, `--import tsx` compiles
+// in this same process, and npm's one child is the server. Keep the `exec` when the script changes
+// (e.g. `exec node build/cli.js serve`); test/service-stop.test.ts checks it through `npm start`.
 program
   .command('serve')
   .description('serve dist/, the draw and balance API, MCP and A2A (builds first when dist/ or the store is missing)')

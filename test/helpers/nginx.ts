@@ -4,12 +4,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createConnection } from 'node:net';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { build, type BuildResult } from '../../generator/build.ts';
 import { CATALOG_SRC, tempDir } from './build.ts';
-import { freePort } from './http.ts';
+import { canConnect, freePort } from './http.ts';
 
 export { freePort };
 
@@ -23,15 +22,6 @@ export function requireNginx(): string {
         '`apt-get update && apt-get install -y nginx` (Debian; .ci/run does this), or set NGINX_BIN to its path.',
     );
   return NGINX_BIN;
-}
-
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createConnection({ host: '127.0.0.1', port });
-    s.once('connect', () => { s.destroy(); resolve(true); });
-    s.once('error', () => resolve(false));
-  });
 }
 
 export interface Nginx {
