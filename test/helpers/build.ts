@@ -7,7 +7,6 @@ import { spawnSync } from 'node:child_process';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CATALOG_SRC = join(REPO, 'catalog-src');
-export const SHARED = resolve(REPO, '..', 'shared');
 
 export async function tempDir(prefix: string): Promise<string> {
   return mkdtemp(join(tmpdir(), `lds-${prefix}-`));
