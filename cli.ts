@@ -1,9 +1,10 @@
 #!/usr/bin/env -S npx tsx
-// The one command-line entry: check, build, serve, ledger verify. Each has --help.
+// The one command-line entry: check, build, serve, topup, ledger verify. Each has --help.
 import { Command, Option } from 'commander';
 import { relative, resolve } from 'node:path';
 import { dataPaths } from './payments/config.ts';
 import { CatalogErrors } from './generator/errors.ts';
+import { DEFAULT_BASE_URL, DEFAULT_SPT, TOKEN_ENV, TopupCliError } from './cli/topup.ts';
 
 const program = new Command()
   .name('lds')
@@ -99,6 +100,20 @@ program
     await serveFromCli(config);
   });
 
+program
+  .command('topup')
+  .description('fund a prepaid balance through MPP with the mppx client (402 challenge, credential, 200) and print the balance; a new balance also prints its token, once')
+  .requiredOption('--amount <eur>', 'amount in EUR as a decimal string, e.g. 5.00 (at least the service\'s minimum)')
+  .option('--token <token>', `add to this existing balance instead of opening a new one; "-" reads the token from standard input. Without --token, the balance in ${TOKEN_ENV} is credited when that is set. Prefer "-" or the variable: a token on the command line shows in shell history and ps`)
+  .option('--spt <token>', 'Stripe Shared Payment Token that pays; the sandbox processor accepts any spt_… except spt_sandbox_decline (declined) and spt_sandbox_requires_action (needs customer action)', DEFAULT_SPT)
+  .option('--base-url <url>', 'the service\'s API base', DEFAULT_BASE_URL)
+  .option('--json', 'print the answer as one JSON object (balance_token only for a new balance)')
+  .addHelpText('after', `\nExamples:\n  npx tsx cli.ts topup --amount 5.00\n  ${TOKEN_ENV}=lds_bal_… npx tsx cli.ts topup --amount 20.00\n  npx tsx cli.ts topup --amount 20.00 --token - < token.txt\n\nExits 1 with the service\'s reason when the top-up is refused (declined, below the minimum, unknown balance, …).`)
+  .action(async (o: { amount: string; token?: string; spt: string; baseUrl: string; json?: boolean }) => {
+    const { runTopup } = await import('./cli/topup.ts');
+    await runTopup(o, { env: process.env, stdin: process.stdin, stdout: (l) => console.log(l), stderr: (l) => process.stderr.write(l) });
+  });
+
 const ledger = program.command('ledger').description('ledger operations');
 ledger
   .command('verify')
@@ -116,8 +131,8 @@ ledger
 try {
   await program.parseAsync();
 } catch (err) {
-  if (err instanceof CatalogErrors) {
-    console.error(err.message);
+  if (err instanceof CatalogErrors || err instanceof TopupCliError) {
+    console.error(err instanceof TopupCliError ? `error: ${err.message}` : err.message);
   } else {
     console.error(`error: ${(err as Error).message}`);
   }
