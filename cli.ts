@@ -1,9 +1,10 @@
 #!/usr/bin/env -S npx tsx
-// The one command-line entry: check, build, serve, ledger verify. Each has --help.
+// The one command-line entry: check, build, serve, topup, ledger verify. Each has --help.
 import { Command, Option } from 'commander';
 import { relative, resolve } from 'node:path';
 import { dataPaths } from './payments/config.ts';
 import { CatalogErrors } from './generator/errors.ts';
+import { DEFAULT_BASE_URL, DEFAULT_SPT, TOKEN_ENV, TopupCliError } from './cli/topup.ts';
 
 const program = new Command()
   .name('lds')
@@ -63,6 +64,14 @@ program
     console.log(`built ${result.version} (${result.files} files in ${result.outDir}; store ${result.storeVersion ?? 'not built'}) in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   });
 
+// Stopping: the server drains on SIGTERM and SIGINT (payments/serve.ts), so the signal must reach
+// this process. `npm start` runs its script as `sh -c '<script>'` and forwards SIGTERM/SIGINT only
+// to that shell; Debian's sh (dash) neither execs the last command of `-c` nor passes the signal
+// on: it just dies, npm exits, and the server is orphaned and keeps answering. The tsx CLI made it
+// worse: it runs the program in a second Node process behind a signal relay of its own. So the npm
+// scripts are `exec node --import tsx cli.ts …`: `exec` replaces the shell, `--import tsx` compiles
+// in this same process, and npm's one child is the server. Keep the `exec` when the script changes
+// (e.g. `exec node build/cli.js serve`); test/service-stop.test.ts checks it through `npm start`.
 program
   .command('serve')
   .description('serve dist/, the draw and balance API, MCP and A2A (builds first when dist/ or the store is missing)')
@@ -89,6 +98,20 @@ program
     }
     const { serveFromCli } = await import('./payments/serve.ts');
     await serveFromCli(config);
+  });
+
+program
+  .command('topup')
+  .description('fund a prepaid balance through MPP with the mppx client (402 challenge, credential, 200) and print the balance; a new balance also prints its token, once')
+  .requiredOption('--amount <eur>', 'amount in EUR as a decimal string, e.g. 5.00 (at least the service\'s minimum)')
+  .option('--token <token>', `add to this existing balance instead of opening a new one; "-" reads the token from standard input. Without --token, the balance in ${TOKEN_ENV} is credited when that is set. Prefer "-" or the variable: a token on the command line shows in shell history and ps`)
+  .option('--spt <token>', 'Stripe Shared Payment Token that pays; the sandbox processor accepts any spt_… except spt_sandbox_decline (declined) and spt_sandbox_requires_action (needs customer action)', DEFAULT_SPT)
+  .option('--base-url <url>', 'the service\'s API base', DEFAULT_BASE_URL)
+  .option('--json', 'print the answer as one JSON object (balance_token only for a new balance)')
+  .addHelpText('after', `\nExamples:\n  npx tsx cli.ts topup --amount 5.00\n  ${TOKEN_ENV}=lds_bal_… npx tsx cli.ts topup --amount 20.00\n  npx tsx cli.ts topup --amount 20.00 --token - < token.txt\n\nExits 1 with the service\'s reason when the top-up is refused (declined, below the minimum, unknown balance, …).`)
+  .action(async (o: { amount: string; token?: string; spt: string; baseUrl: string; json?: boolean }) => {
+    const { runTopup } = await import('./cli/topup.ts');
+    await runTopup(o, { env: process.env, stdin: process.stdin, stdout: (l) => console.log(l), stderr: (l) => process.stderr.write(l) });
   });
 
 const ledger = program
@@ -158,8 +181,8 @@ ledgerOptions(ledger.command('migrate').description('create or upgrade the Postg
 try {
   await program.parseAsync();
 } catch (err) {
-  if (err instanceof CatalogErrors) {
-    console.error(err.message);
+  if (err instanceof CatalogErrors || err instanceof TopupCliError) {
+    console.error(err instanceof TopupCliError ? `error: ${err.message}` : err.message);
   } else {
     console.error(`error: ${(err as Error).message}`);
   }

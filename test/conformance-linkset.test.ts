@@ -1,7 +1,7 @@
 // Issue 2: .well-known/api-catalog and .well-known/svc-catalog.json are one RFC 9727 API catalog
 // (RFC 9264 linkset) naming the API, its OpenAPI description, docs, catalogue, agent card, MCP
 // endpoint, licence and the 14 per-product DCAT descriptions.
-// Needs ../shared/conformance; skips with a message when it is absent.
+// Reads test/conformance/ (in the repository; origins and licences in its README).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import Ajv from 'ajv';
@@ -9,67 +9,65 @@ import { emitAgentCard } from '../generator/emit/agent-card.ts';
 import { EMITTERS } from '../generator/emit/index.ts';
 import { emitLinkset } from '../generator/emit/linkset.ts';
 import { LINKSET_TYPE, type EmitContext } from '../generator/emit/types.ts';
-import { buildContext, conformanceAvailable, readConformanceJson } from './helpers/conformance.ts';
+import { buildContext, readConformanceJson } from './helpers/conformance.ts';
 import { SPEC_2_7 } from './helpers/spec-table.ts';
 
-if (conformanceAvailable('RFC 9727 linkset conformance')) {
-  const ajv = new Ajv.default({ allErrors: true, strict: false });
-  const validate = ajv.compile(readConformanceJson('rfc9727/linkset.schema.json'));
-  const errors = () => ajv.errorsText(validate.errors, { separator: '\n  ' });
+const ajv = new Ajv.default({ allErrors: true, strict: false });
+const validate = ajv.compile(readConformanceJson('rfc9727/linkset.schema.json'));
+const errors = () => ajv.errorsText(validate.errors, { separator: '\n  ' });
 
-  /** Every link in the linkset as [anchor, rel, target]. */
-  const links = (doc: any): [string, string, any][] =>
-    doc.linkset.flatMap((c: any) => Object.entries(c).filter(([k]) => k !== 'anchor').flatMap(([rel, targets]) => (targets as any[]).map((t) => [c.anchor, rel, t] as [string, string, any])));
+/** Every link in the linkset as [anchor, rel, target]. */
+const links = (doc: any): [string, string, any][] =>
+  doc.linkset.flatMap((c: any) => Object.entries(c).filter(([k]) => k !== 'anchor').flatMap(([rel, targets]) => (targets as any[]).map((t) => [c.anchor, rel, t] as [string, string, any])));
 
-  for (const local of [false, true]) {
-    let ctx: EmitContext;
-    let doc: any;
-    const label = local ? 'local addresses' : 'production addresses';
+for (const local of [false, true]) {
+  let ctx: EmitContext;
+  let doc: any;
+  const label = local ? 'local addresses' : 'production addresses';
 
-    test(`${label}: both well-known paths, same body, application/linkset+json`, async () => {
-      ctx = await buildContext({ local, store: local ? 'fake' : 'empty' });
-      assert.ok(EMITTERS.includes(emitLinkset));
-      const files = emitLinkset(ctx);
-      assert.equal(files.map((f) => f.path).sort(), ['.well-known/api-catalog', '.well-known/svc-catalog.json']);
-      for (const f of files) assert.is(f.contentType, LINKSET_TYPE);
-      assert.is(files[0].body, files[1].body);
-      doc = JSON.parse(files[0].body);
-    });
+  test(`${label}: both well-known paths, same body, application/linkset+json`, async () => {
+    ctx = await buildContext({ local, store: local ? 'fake' : 'empty' });
+    assert.ok(EMITTERS.includes(emitLinkset));
+    const files = emitLinkset(ctx);
+    assert.equal(files.map((f) => f.path).sort(), ['.well-known/api-catalog', '.well-known/svc-catalog.json']);
+    for (const f of files) assert.is(f.contentType, LINKSET_TYPE);
+    assert.is(files[0].body, files[1].body);
+    doc = JSON.parse(files[0].body);
+  });
 
-    test(`${label}: validates against the RFC 9264 linkset schema`, () => {
-      assert.ok(validate(doc), `linkset invalid:\n  ${errors()}`);
-    });
+  test(`${label}: validates against the RFC 9264 linkset schema`, () => {
+    assert.ok(validate(doc), `linkset invalid:\n  ${errors()}`);
+  });
 
-    test(`${label}: names the API, OpenAPI, docs, catalogue, agent card, MCP, licence`, () => {
-      const a = ctx.addresses;
-      const all = links(doc);
-      const has = (rel: string, href: string) => all.some(([, r, t]) => r === rel && t.href === href);
-      assert.ok(all.some(([, , t]) => t.href === a.base_url), 'API');
-      assert.ok(has('service-desc', `${a.base_url}/specification`), 'OpenAPI as service-desc');
-      const doc_ = all.find(([, r, t]) => r === 'service-doc' && t.href === a.docs_url);
-      assert.ok(doc_, 'docs as service-doc');
-      assert.is(doc_![2].type, 'text/markdown');
-      assert.ok(has('service-meta', `${a.base_url}/lds/_catalog`), 'catalogue as service-meta');
-      const cardPath = emitAgentCard(ctx)[0].path;
-      assert.ok(has('service-meta', `${new URL(a.base_url).origin}/${cardPath}`), 'agent card as service-meta, at the path the card is emitted to');
-      assert.ok(all.some(([, , t]) => t.href === a.mcp_url), 'MCP endpoint');
-      const licence = ctx.cat.licences.get(ctx.cat.settings.licence)!;
-      assert.ok(all.some(([, r, t]) => r === 'license' && [licence.deed_url, licence.iri, licence.legal_code_url].includes(t.href)), 'licence');
-    });
+  test(`${label}: names the API, OpenAPI, docs, catalogue, agent card, MCP, licence`, () => {
+    const a = ctx.addresses;
+    const all = links(doc);
+    const has = (rel: string, href: string) => all.some(([, r, t]) => r === rel && t.href === href);
+    assert.ok(all.some(([, , t]) => t.href === a.base_url), 'API');
+    assert.ok(has('service-desc', `${a.base_url}/specification`), 'OpenAPI as service-desc');
+    const doc_ = all.find(([, r, t]) => r === 'service-doc' && t.href === a.docs_url);
+    assert.ok(doc_, 'docs as service-doc');
+    assert.is(doc_![2].type, 'text/markdown');
+    assert.ok(has('service-meta', `${a.base_url}/lds/_catalog`), 'catalogue as service-meta');
+    const cardPath = emitAgentCard(ctx)[0].path;
+    assert.ok(has('service-meta', `${new URL(a.base_url).origin}/${cardPath}`), 'agent card as service-meta, at the path the card is emitted to');
+    assert.ok(all.some(([, , t]) => t.href === a.mcp_url), 'MCP endpoint');
+    const licence = ctx.cat.licences.get(ctx.cat.settings.licence)!;
+    assert.ok(all.some(([, r, t]) => r === 'license' && [licence.deed_url, licence.iri, licence.legal_code_url].includes(t.href)), 'licence');
+  });
 
-    test(`${label}: names all 14 DCAT descriptions (describedby, JSON-LD)`, () => {
-      const described = links(doc).filter(([, r]) => r === 'describedby').map(([, , t]) => t);
-      assert.equal(described.map((t) => t.href).sort(), SPEC_2_7.map((p) => `${ctx.addresses.base_url}/dcat/catalog/${p.id}`).sort());
-      for (const t of described) assert.is(t.type, 'application/ld+json');
-      assert.equal(described.map((t) => t.href).sort(), ctx.catalogue.products.map((p) => p.dcat_url).sort());
-    });
-  }
-
-  test('the schema accepts the shipped example and rejects a broken linkset', () => {
-    assert.ok(validate(readConformanceJson('rfc9727/svc-catalog.example.json')), errors());
-    assert.not.ok(validate({ linkset: [{ anchor: 'https://x.example/', item: [{ title: 'no href' }] }] }));
-    assert.not.ok(validate({ linkset: [{ anchor: 'https://x.example/', item: { href: 'https://x.example/a' } }] }));
+  test(`${label}: names all 14 DCAT descriptions (describedby, JSON-LD)`, () => {
+    const described = links(doc).filter(([, r]) => r === 'describedby').map(([, , t]) => t);
+    assert.equal(described.map((t) => t.href).sort(), SPEC_2_7.map((p) => `${ctx.addresses.base_url}/dcat/catalog/${p.id}`).sort());
+    for (const t of described) assert.is(t.type, 'application/ld+json');
+    assert.equal(described.map((t) => t.href).sort(), ctx.catalogue.products.map((p) => p.dcat_url).sort());
   });
 }
+
+test('the schema accepts the shipped example and rejects a broken linkset', () => {
+  assert.ok(validate(readConformanceJson('rfc9727/svc-catalog.example.json')), errors());
+  assert.not.ok(validate({ linkset: [{ anchor: 'https://x.example/', item: [{ title: 'no href' }] }] }));
+  assert.not.ok(validate({ linkset: [{ anchor: 'https://x.example/', item: { href: 'https://x.example/a' } }] }));
+});
 
 test.run();

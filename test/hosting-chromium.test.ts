@@ -1,13 +1,13 @@
 // The catalogue for people, as a person sees it: dist/ served by the real nginx (with the generated
 // include), opened in headless Debian Chromium through playwright-core. Every expected value comes
 // from the catalogue JSON that the same build wrote and nginx serves, never from literals.
-import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { buildAndServe, failLoudly, type HostedDist } from './helpers/nginx.ts';
+import { CHROMIUM, NGINX, programPath, suiteNeeding } from './helpers/programs.ts';
 
-const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
+// Debian's Chromium (never a downloaded browser); skipped with the install command when it or nginx is missing.
+const test = suiteNeeding('hosting-chromium.test.ts', [NGINX, CHROMIUM]);
 // How Chromium runs on these machines (playwright adds --headless and a new empty --user-data-dir).
 const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
@@ -19,13 +19,11 @@ const requested: string[] = [];
 
 test.before(() =>
   failLoudly(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`Chromium not found at ${CHROMIUM}: install Debian's build with \`apt-get update && apt-get install -y chromium\` (.ci/run does this), or set CHROMIUM_BIN. Never download a browser.`);
     hosted = await buildAndServe();
     const res = await fetch(`${hosted.nginx.origin}/v1/lds/_catalog`);
     assert.is(res.status, 200);
     catalogue = await res.json();
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    browser = await chromium.launch({ executablePath: programPath(CHROMIUM), headless: true, args: FLAGS });
     page = await browser.newPage();
     page.on('request', (r) => requested.push(r.url()));
   }),

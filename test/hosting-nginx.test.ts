@@ -1,11 +1,13 @@
 // dist/ served by the real nginx with the generated include: every path listed in dist/_headers
 // answers 200 with exactly the headers listed there (content type, strong ETag = catalogue version,
 // cache rule, ...), the file's bytes, and 304 to If-None-Match; the hosting files are not served.
-import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { buildAndServe, failLoudly, parseHeadersFile, type HeaderRule, type HostedDist } from './helpers/nginx.ts';
+import { NGINX, suiteNeeding } from './helpers/programs.ts';
+
+const test = suiteNeeding('hosting-nginx.test.ts', [NGINX]);
 
 let hosted: HostedDist;
 let rules: HeaderRule[];

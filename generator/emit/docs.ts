@@ -11,6 +11,7 @@ import { docsPath, machineDocuments, siteUrls } from './site.ts';
 import { DRAW_BOUNDS, openApiDocument } from './openapi.ts';
 import { AGENT_DOC_SECTIONS } from './agent-docs.ts';
 import { fence, shq } from './markdown.ts';
+import { CREDENTIAL_DOC_SECTIONS, exampleTopupBody, llmsTopupStep } from './topup-docs.ts';
 
 export interface DocSection {
   /** Section heading (an H2); the table of contents links to it. */
@@ -57,9 +58,7 @@ function exampleDraw(ctx: EmitContext): { product_id: string; query: string; lim
 }
 
 /** The top-up request body the examples send (amount as a decimal string in EUR). */
-export function exampleTopupBody(ctx: EmitContext): { amount: string; currency: string } {
-  return { amount: ctx.catalogue.minimum_topup, currency: ctx.catalogue.currency };
-}
+export { exampleTopupBody };
 
 /**
  * The problem types (RFC 9457) as the OpenAPI document declares them: the `type` enum of its
@@ -167,7 +166,7 @@ export function topupSection(ctx: EmitContext): string {
     '',
     fence('sh', `curl -i -X POST ${u.topup} \\\n  -H 'Content-Type: application/json' \\\n  -d ${body}`),
     '',
-    '2. Obtain a Shared Payment Token (`spt_…`) for that amount from Stripe and build the MPP credential: the challenge echoed back with the payload `{"spt": "<SHARED_PAYMENT_TOKEN>"}`, serialised as the MPP specification says (the `mppx` library does it with `Credential.serialize(...)`). Repeat the request with it to open a new balance:',
+    '2. Obtain a Shared Payment Token (`spt_…`) for that amount from Stripe and build the MPP credential: the challenge echoed back with the payload `{"spt": "<SHARED_PAYMENT_TOKEN>"}`, base64url-encoded JSON exactly as [The payment credential](#the-payment-credential) shows (with a script for both legs and the sandbox test tokens). Repeat the request with it to open a new balance:',
     '',
     fence('sh', `curl -s -X POST ${u.topup} \\\n  -H 'Content-Type: application/json' \\\n  -H 'Authorization: Payment <MPP_CREDENTIAL>' \\\n  -d ${body}`),
     '',
@@ -297,6 +296,7 @@ export const SECTIONS_BEFORE_CHANNELS: DocSection[] = [
   { title: 'Browse the catalogue', render: browseSection },
   { title: 'Quote a draw', render: quoteSection },
   { title: 'Top up a prepaid balance', render: topupSection },
+  ...CREDENTIAL_DOC_SECTIONS,
   { title: 'Pay the draw', render: paySection },
   { title: 'Read your balance', render: balanceSection },
 ];
@@ -339,7 +339,7 @@ export function renderLlmsTxt(ctx: EmitContext): string {
     '',
     'How to buy (HTTP, JSON bodies):',
     `1. Quote: POST ${u.draw} with {"product_id", "query", "limit"} or {"product_id", "units"}. Answer: 402 with the quote (quote_id, amount in ${c.currency}). Example body: ${JSON.stringify(ex)}`,
-    `2. Top up (once): POST ${u.topup} with ${JSON.stringify(exampleTopupBody(ctx))}. Answer: 402 with an MPP challenge (WWW-Authenticate: Payment). Repeat with Authorization: Payment <MPP credential carrying a Stripe Shared Payment Token>. Answer: 200 with balance_token. Minimum ${c.minimum_topup} ${c.currency}.`,
+    llmsTopupStep(ctx),
     `3. Pay: repeat the draw with "quote_id" and Authorization: Bearer <balance_token>. Answer: 200 with the units, attribution and a receipt. A quote is paid exactly once.`,
     `4. Balance: GET ${u.balance} with Authorization: Bearer <balance_token>.`,
     'Errors are application/problem+json (RFC 9457); branch on "type".',

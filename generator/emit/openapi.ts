@@ -3,6 +3,7 @@
 // body and path parameter against it (payments/http/openapi-validate.ts), so the bounds written here
 // (units 1..100, limit 1..100, query <= 500 characters, body <= 16 KiB) are the bounds enforced.
 import { type Emitter, JSON_TYPE, distPath, jsonBody } from './types.ts';
+import { CREDENTIAL_SHAPE, topupCodeSamples } from './topup-docs.ts';
 // The generator does not import service code (the seam is dist/); the service's payments/problem.ts
 // uses the same base, and test/service-openapi.test.ts checks the two agree.
 export const PROBLEM_BASE = 'https://lds.example/problems/';
@@ -183,9 +184,9 @@ const schemas: Record<string, unknown> = {
   },
   TopupResponse: {
     type: 'object',
-    required: ['balance_token', 'balance', 'currency'],
+    required: ['balance', 'currency'],
     properties: {
-      balance_token: { type: 'string', description: 'Shown once. Send it as `Authorization: Bearer <BALANCE_TOKEN>`.' },
+      balance_token: { type: 'string', description: 'Only when the top-up opened a new balance (no Bearer token sent); shown once. Send it as `Authorization: Bearer <BALANCE_TOKEN>`.' },
       balance: { $ref: '#/components/schemas/Money' },
       currency: { const: 'EUR' },
     },
@@ -267,6 +268,10 @@ const commonProblems = {
   '429': { $ref: '#/components/responses/RateLimited' },
   '500': { $ref: '#/components/responses/Internal' },
 };
+
+/** What the first leg of a top-up answers in WWW-Authenticate (values shortened). */
+const TOPUP_CHALLENGE_EXAMPLE =
+  'Payment id="AZ1FZPILYDMNuLBgw--q_3bgeahvlvWn9LwOAkzz7hE", realm="lds.example", method="stripe", intent="charge", request="eyJhbW91bnQiOiI1MDAiLCJjdXJyZW5jeSI6ImV1ciIs…", description="Prepaid balance top-up 5.00 EUR", expires="2026-01-01T00:05:00.000Z"';
 
 const jsonContent = (ref: string, type = 'application/json') => ({ [type]: { schema: { $ref: `#/components/schemas/${ref}` } } });
 
@@ -371,14 +376,21 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
           tags: ['balance'],
           summary: `Fund a prepaid balance through MPP (minimum ${minTopup} EUR)`,
           description:
-            'The first request answers 402 with `WWW-Authenticate: Payment` (method `stripe`, intent `charge`). Repeat it with the MPP credential carrying a Shared Payment Token in `Authorization: Payment …` to open a new balance; to credit an existing balance send `Authorization: Bearer <BALANCE_TOKEN>` and the credential in `Payment-Authorization`. The 200 answer carries `Payment-Receipt`. A challenge credits at most once.',
+            'The first request answers 402 with `WWW-Authenticate: Payment` (method `stripe`, intent `charge`). Repeat it with the MPP credential carrying a Shared Payment Token in `Authorization: Payment …` to open a new balance; to credit an existing balance send `Authorization: Bearer <BALANCE_TOKEN>` and the credential in `Payment-Authorization`. The 200 answer carries `Payment-Receipt`. A challenge credits at most once.\n\nThe credential: ' +
+            CREDENTIAL_SHAPE +
+            ' The `x-codeSamples` run both legs with curl.',
+          'x-codeSamples': topupCodeSamples(ctx),
           security: [{}, { mpp: [] }, { mpp: [], balanceToken: [] }],
           requestBody: { required: true, content: jsonContent('TopupRequest') },
           responses: {
             '200': { description: 'Credited', headers: { 'Payment-Receipt': { schema: { type: 'string' } } }, content: jsonContent('TopupResponse') },
             '400': problemResponse('`malformed-request` (amount below the minimum, bad decimal) or `unsupported-currency`'),
             '401': problemResponse('the balance token to credit is not known'),
-            '402': { description: 'MPP Challenge (`WWW-Authenticate: Payment …`), or the payment was declined', headers: { 'WWW-Authenticate': { schema: { type: 'string' } } }, content: jsonContent('Problem', 'application/problem+json') },
+            '402': {
+              description: 'MPP Challenge (`WWW-Authenticate: Payment …`), or the payment was declined',
+              headers: { 'WWW-Authenticate': { schema: { type: 'string' }, example: TOPUP_CHALLENGE_EXAMPLE } },
+              content: jsonContent('Problem', 'application/problem+json'),
+            },
             '413': problemResponse('`body-too-large`'),
             '415': problemResponse('`unsupported-media-type`'),
             ...commonProblems,
@@ -427,7 +439,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
           type: 'http',
           scheme: 'payment',
           description:
-            'Machine Payments Protocol (HTTP Payment authentication scheme). The service challenges with `WWW-Authenticate: Payment` (method `stripe`, intent `charge`, amount and currency); the client answers with `Authorization: Payment <credential>` (or `Payment-Authorization` when `Authorization` carries the balance token) whose payload carries a Stripe Shared Payment Token. The answer carries `Payment-Receipt`.',
+            'Machine Payments Protocol (HTTP Payment authentication scheme). The service challenges with `WWW-Authenticate: Payment` (method `stripe`, intent `charge`, amount and currency); the client answers with `Authorization: Payment <credential>` (or `Payment-Authorization` when `Authorization` carries the balance token) whose payload carries a Stripe Shared Payment Token. The answer carries `Payment-Receipt`. The credential: ' + CREDENTIAL_SHAPE,
         },
       },
     },

@@ -3,11 +3,10 @@ import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CATALOG_SRC = join(REPO, 'catalog-src');
-export const SHARED = resolve(REPO, '..', 'shared');
 
 export async function tempDir(prefix: string): Promise<string> {
   return mkdtemp(join(tmpdir(), `lds-${prefix}-`));
@@ -34,4 +33,29 @@ export function cli(args: string[], env: Record<string, string> = {}) {
     env: { ...process.env, ...env },
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/**
+ * Runs the real CLI without blocking this process (use it when the service under test runs in
+ * this process). `input` is written to its standard input.
+ */
+export function cliAsync(args: string[], opts: { env?: Record<string, string>; input?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), ...args], {
+      cwd: REPO,
+      env: { ...process.env, ...opts.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(opts.input ?? '');
+  });
 }

@@ -1,29 +1,21 @@
-// Offline conformance harness: the ../shared/conformance data files (A2A schema, DCAT-AP SHACL,
-// RFC 9727 linkset schema), a JSON-LD processor that refuses every remote load, and SHACL validation.
-// Tests skip with a message when the folder is absent (a user's fresh clone), and only then.
-import { existsSync, readFileSync } from 'node:fs';
+// Offline conformance harness: the data files in test/conformance/ (A2A schema, DCAT-AP SHACL,
+// RFC 9727 linkset schema; origins and licences in its README), a JSON-LD processor that refuses
+// every remote load, and SHACL validation. The files are part of the repository, so a fresh clone
+// runs every conformance test; nothing is skipped.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import jsonld from 'jsonld';
 import { Parser, type Quad } from 'n3';
 import rdf from '@zazuko/env';
 import SHACLValidator from 'rdf-validate-shacl';
-import { SHARED } from './build.ts';
 import { loadCatalogSrc } from '../../generator/load.ts';
 import { emitContext } from '../../generator/build.ts';
 import { localAddresses } from '../../generator/addresses.ts';
 import type { EmitContext } from '../../generator/emit/types.ts';
 import type { StoreSummary } from '../../generator/model.ts';
-import { CATALOG_SRC } from './build.ts';
+import { CATALOG_SRC, REPO } from './build.ts';
 
-/** ../shared/conformance beside the repo; LDS_CONFORMANCE_DIR points elsewhere (e.g. to check the skip path). */
-export const CONFORMANCE = process.env.LDS_CONFORMANCE_DIR || join(SHARED, 'conformance');
-
-/** True when ../shared/conformance is present; otherwise prints why the suite is skipped. */
-export function conformanceAvailable(suite: string): boolean {
-  if (existsSync(CONFORMANCE)) return true;
-  console.log(`SKIP ${suite}: ${CONFORMANCE} is absent (a fresh clone has no shared conformance files); nothing checked`);
-  return false;
-}
+export const CONFORMANCE = join(REPO, 'test', 'conformance');
 
 export function readConformanceJson(rel: string): any {
   return JSON.parse(readFileSync(join(CONFORMANCE, rel), 'utf8'));

@@ -1,5 +1,5 @@
 // Small HTTP helpers every server test uses.
-import { createServer } from 'node:net';
+import { createConnection, createServer } from 'node:net';
 
 /** A port nothing listens on right now (the OS picks it). */
 export function freePort(): Promise<number> {
@@ -11,6 +11,15 @@ export function freePort(): Promise<number> {
       const port = (srv.address() as { port: number }).port;
       srv.close(() => resolve(port));
     });
+  });
+}
+
+/** True when something accepts a TCP connection on 127.0.0.1:port right now. */
+export function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection({ host: '127.0.0.1', port });
+    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('error', () => resolve(false));
   });
 }
 

@@ -2,36 +2,19 @@
 // hosting tests. The harness config is ours (ports, pid, logs, temp paths in a temp folder);
 // everything about the published paths comes from the include the build wrote.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createConnection } from 'node:net';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { build, type BuildResult } from '../../generator/build.ts';
 import { CATALOG_SRC, tempDir } from './build.ts';
-import { freePort } from './http.ts';
+import { canConnect, freePort } from './http.ts';
+import { NGINX, programPath } from './programs.ts';
 
 export { freePort };
 
-export const NGINX_BIN = process.env.NGINX_BIN ?? '/usr/sbin/nginx';
-
-/** Throws (never skips) when nginx is missing: CI installs it. */
+/** The nginx binary (NGINX_BIN, PATH or /usr/sbin); throws with the install command when missing. Suites use suiteNeeding([NGINX]) to skip instead. */
 export function requireNginx(): string {
-  if (!existsSync(NGINX_BIN))
-    throw new Error(
-      `nginx not found at ${NGINX_BIN}. The hosting tests run the real nginx binary: install it with ` +
-        '`apt-get update && apt-get install -y nginx` (Debian; .ci/run does this), or set NGINX_BIN to its path.',
-    );
-  return NGINX_BIN;
-}
-
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createConnection({ host: '127.0.0.1', port });
-    s.once('connect', () => { s.destroy(); resolve(true); });
-    s.once('error', () => resolve(false));
-  });
+  return programPath(NGINX);
 }
 
 export interface Nginx {

@@ -1,0 +1,99 @@
+// Issue 14, item 11: README.md matches the code. Every file or folder it names is in the
+// repository (nothing outside the clone), every published path it lists is emitted by the build,
+// every command and flag exists (`cli.ts <command> --help`, package.json scripts), every setting it
+// names is read somewhere, and the agent endpoints are where the service mounts them.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { a2aUrl, localAddresses } from '../generator/addresses.ts';
+import { emitHostingConfig } from '../generator/emit/headers.ts';
+import { EMITTERS } from '../generator/emit/index.ts';
+import { buildContext } from './helpers/conformance.ts';
+import { cli, REPO } from './helpers/build.ts';
+
+const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+const code = [...readme.matchAll(/`([^`\n]+)`/g)].map((m) => m[1]!);
+const placeholder = (t: string) => /[<{*…]/.test(t);
+/** The part of the README under the `## ` heading that starts with `title`, up to the next one. */
+function section(title: string): string {
+  const start = readme.indexOf(`\n## ${title}`);
+  assert.ok(start >= 0, `README has a section "${title}"`);
+  return readme.slice(start + 1).split(/^## /m)[1]!;
+}
+
+test('points at nothing outside the clone', () => {
+  assert.not.match(readme, /\.\.\//, 'no ../ path');
+  assert.not.match(readme, /\bshared\/(spec|DESIGN|conformance|fixtures)/);
+});
+
+test('every repository path it names exists', () => {
+  const top = new Set(readdirSync(REPO).filter((n) => !['node_modules', 'dist', 'var'].includes(n)));
+  const paths = code.filter((t) => !placeholder(t) && !/\s/.test(t) && top.has(t.split('/')[0]!.replace(/\/$/, '')));
+  assert.ok(paths.length >= 8, `found the paths (${paths.join(', ')})`);
+  for (const p of paths) assert.ok(existsSync(join(REPO, p)), `README names ${p}`);
+  // The layout block: top-level folders, and indented sub-folders of the one above.
+  const layout = section('Layout').split('```')[1]!.split('\n').filter((l) => /^\s*[\w.-]+\/\s/.test(l));
+  let parent = '';
+  for (const line of layout) {
+    const name = line.trim().split(/\s/)[0]!;
+    const path = line.startsWith(' ') ? join(parent, name) : name;
+    if (!line.startsWith(' ')) parent = name;
+    if (name === 'dist/') continue; // generated
+    assert.ok(existsSync(join(REPO, path)) && statSync(join(REPO, path)).isDirectory(), `layout names ${path}`);
+  }
+  assert.ok(layout.length >= 10, 'read the layout block');
+});
+
+test('every path in "What the build publishes" is one the build emits', async () => {
+  const ctx = await buildContext({ local: true, store: 'fake' });
+  const files = EMITTERS.flatMap((e) => e(ctx));
+  const emitted = new Set([...files, ...emitHostingConfig(ctx, files)].map((f) => f.path));
+  const rows = section('What the build publishes').split('\n').filter((l) => l.startsWith('| `'));
+  const paths = rows.flatMap((r) => [...r.split('|')[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!));
+  assert.ok(paths.length >= 10, `read the table (${paths.length})`);
+  const id = ctx.catalogue.products[0]!.product_id;
+  for (const p of paths) {
+    const path = p.replace('{product_id}', id).replace(/^docs\/$/, 'docs/index.md');
+    assert.ok(emitted.has(path), `the build emits ${path}`);
+  }
+});
+
+test('every command and flag it names exists; every npm script it names is in package.json', () => {
+  const scripts = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).scripts as Record<string, string>;
+  for (const m of readme.matchAll(/npm (start|test|run ([\w:-]+))/g)) assert.ok(scripts[m[2] ?? m[1]!], `npm script ${m[0]}`);
+  const commands = code.filter((t) => t.startsWith('cli.ts ') && !t.includes('<command>'));
+  assert.ok(commands.length >= 4, 'read the command table');
+  const help = new Map<string, string>();
+  for (const c of commands) {
+    const words = c.slice('cli.ts '.length).split(/\s+(?=\[|--)/)[0]!.split(' ');
+    const key = words.join(' ');
+    if (!help.has(key)) {
+      const r = cli([...words, '--help']);
+      assert.is(r.code, 0, `cli.ts ${key} --help: ${r.stderr}`);
+      help.set(key, r.stdout);
+    }
+    for (const flag of c.match(/--[a-z][a-z-]*/g) ?? []) assert.ok(help.get(key)!.includes(flag), `cli.ts ${key} has ${flag}`);
+  }
+});
+
+test('every setting it names is read by the code', () => {
+  const sources = (dir: string): string[] =>
+    readdirSync(join(REPO, dir), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+      .map((e) => readFileSync(join(e.parentPath, e.name), 'utf8'));
+  const text = [readFileSync(join(REPO, 'cli.ts'), 'utf8'), readFileSync(join(REPO, '.ci/run'), 'utf8'), ...['cli', 'generator', 'payments', 'test'].flatMap(sources)].join('\n');
+  const settings = [...new Set(code.map((t) => t.replace(/=.*$/, '')).filter((t) => /^[A-Z][A-Z0-9]*_[A-Z0-9_]+$/.test(t)))];
+  assert.ok(settings.length >= 25, `read the settings (${settings.length})`);
+  for (const s of settings) assert.ok(text.includes(`'${s}'`) || text.includes(`env.${s}`) || text.includes(`${s}=`), `${s} is read somewhere`);
+});
+
+test('the agent endpoints are where the service mounts them: A2A at /v1/a2a, MCP at /mcp', () => {
+  const a = localAddresses('http://127.0.0.1:8080', 'https://publisher.example');
+  assert.is(new URL(a2aUrl(a)).pathname, '/v1/a2a');
+  assert.is(new URL(a.mcp_url).pathname, '/mcp');
+  assert.match(section('Buying'), /JSON-RPC at `\/v1\/a2a`/);
+  assert.not.match(readme, /(^|[\s(])`\/a2a`/m, 'never the bare /a2a');
+});
+
+test.run();
