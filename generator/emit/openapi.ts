@@ -3,6 +3,7 @@
 // body and path parameter against it (payments/http/openapi-validate.ts), so the bounds written here
 // (units 1..100, limit 1..100, query <= 500 characters, body <= 16 KiB) are the bounds enforced.
 import { type Emitter, JSON_TYPE, distPath, jsonBody } from './types.ts';
+import { PREVIEW_OPENAPI_SCHEMAS, previewOpenApiPaths } from './preview.ts';
 // The generator does not import service code (the seam is dist/); the service's payments/problem.ts
 // uses the same base, and test/service-openapi.test.ts checks the two agree.
 export const PROBLEM_BASE = 'https://lds.example/problems/';
@@ -334,6 +335,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
           },
         },
       },
+      ...previewOpenApiPaths(etagHeaders, notModified, problemResponse('No such product (`not-found`)'), commonProblems),
       '/lds/draw': {
         post: {
           operationId: 'draw',
@@ -412,7 +414,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
       },
     },
     components: {
-      schemas,
+      schemas: { ...schemas, ...PREVIEW_OPENAPI_SCHEMAS },
       responses: {
         RateLimited: { ...problemResponse('`rate-limited`'), headers: { 'Retry-After': { schema: { type: 'integer' } } } },
         Internal: problemResponse('`internal`'),
