@@ -42,6 +42,34 @@ test('known queries: the relevant unit ranks first', async () => {
   assert.not.ok((await refs('svc-agriculture-eu', 'reaction to fire wood flooring', 50)).some((r) => r.startsWith('eu.eurlex:32006D0213/')));
 });
 
+test('tokenizer: hyphenated and alphanumeric terms give their parts and the whole; case and accents fold', () => {
+  assert.equal(tokenize('COVID-19'), ['covid', '19', 'covid-19']);
+  assert.equal(tokenize('TESSy COVID-19'), ['tessy', 'covid', '19', 'covid-19']);
+  assert.equal(tokenize('Austria deaths 2023-31'), ['austria', 'deaths', '2023', '31', '2023-31']);
+  assert.equal(tokenize('PM2.5 and PM10'), ['pm2', 'pm2.5', 'pm10']);
+  assert.equal(tokenize('Köln Turiner Straße'), ['koln', 'turiner', 'strasse']);
+  assert.equal(tokenize('ÉCOLE, Ærø, Łódź, päätös'), ['ecole', 'aero', 'lodz', 'paatos']);
+  assert.equal(tokenize('ＣＯＶＩＤ－１９'), ['covid', '19', 'covid-19'], 'full-width forms fold too');
+  assert.equal(tokenize('state-of-the-art e-mail'), ['state', 'art', 'state-of-the-art', 'mail', 'e-mail'], 'stop words and 1-letter parts drop, the compound stays');
+  assert.equal(tokenize('infor\u00admation'), ['information'], 'a soft hyphen is not a word break');
+  assert.equal(tokenize('2019–2020'), ['2019', '2020'], 'an en dash is a range, not a compound');
+});
+
+test('what a buyer types finds what the records say (issue 14 item 10)', async () => {
+  // svc-health-eu is mostly ECDC COVID-19 records: "covid" used to find nothing
+  const covid = await store.search('svc-health-eu', 'covid', 100);
+  assert.is(covid.length, 100);
+  assert.ok(covid.every((u) => u.source === 'global.ecdc'), 'the records whose source column says COVID-19');
+  // "COVID-19" matches on the whole term first, not on the number
+  assert.ok((await refs('svc-health-eu', 'COVID-19', 20)).every((r) => r.startsWith('global.ecdc:')));
+  assert.equal(await refs('svc-health-eu', 'covid 19 austria deaths 2023-31', 1), ['global.ecdc:AT/deaths/2023-31']);
+  // descriptive columns of row sources: a station's name (folded), a pollutant, an occupation's alternative label
+  assert.match((await refs('svc-green-deal-eu', 'koln turiner strasse PM2.5', 1))[0], /^global\.eea:airbase\/DENW212\/6001\//);
+  assert.is((await refs('svc-green-deal-eu', 'continuous urban fabric', 1))[0], 'global.copernicus:clc/111');
+  assert.is((await refs('svc-skills-eu', 'conservatory theatre lecturer', 1))[0], 'global.esco:occupation/00747307-6341-4266-a061-25416f7c6a96');
+  assert.is((await refs('svc-research-eu', 'PEMETH mental healthcare buildings', 1))[0], 'global.openaire:dedup_wf_001::685e2587f6e6a64115f1c3c1ace9243a');
+});
+
 test('results carry citation, licence and every language version', async () => {
   const [u] = await store.search('svc-agriculture-eu', 'aid to milk producers in Portugal', 1);
   assert.is(u.kind, 'P');
