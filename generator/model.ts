@@ -54,6 +54,7 @@ export type AdapterName =
   | 'eurlex57k'
   | 'esco'
   | 'openaire-results'
+  | 'openaire-oaf'
   | 'eea-airbase'
   | 'openfoodtox'
   | 'corine-legend';

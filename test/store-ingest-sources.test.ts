@@ -15,8 +15,10 @@ import { BadRecordCounter, failOnBadRecord, IngestError, type BadRecordHandler }
 import { escoFiles, escoRecord, mergeSkillRows, readEscoFile, type EscoRow } from '../generator/ingest/esco.ts';
 import { readEurlex57k } from '../generator/ingest/eurlex57k.ts';
 import { readOpenAireResults } from '../generator/ingest/openaire.ts';
+import { readOafResults } from '../generator/ingest/openaire-oaf.ts';
 import { readOpenFoodTox } from '../generator/ingest/openfoodtox.ts';
 import { CATALOG_SRC, tempDir } from './helpers/build.ts';
+import { openAireAbstracts } from './helpers/store-fixtures.ts';
 
 const data = (p: string) => join(CATALOG_SRC, 'data', p);
 const text = (p: string) => readFileSync(data(p), 'utf8');
@@ -167,6 +169,43 @@ test('OpenAIRE: truncated file, missing id and bad encoding are located', async 
   await broken('t.jsonl', `${first}\n${first}\n${first.slice(0, 100)}`, read, /^data\/o\.jsonl:3: invalid JSON/);
   await broken('id.jsonl', JSON.stringify({ ...JSON.parse(first), openaire_id: 'nope' }), read, /^data\/o\.jsonl:1: openaire_id must be an OpenAIRE identifier/);
   await broken('l.jsonl', LATIN1(JSON.stringify({ ...JSON.parse(first), publisher: 'Éditions' })), read, /^data\/o\.jsonl:1: not valid UTF-8/);
+});
+
+test('OpenAIRE OAF XML: the two raw dump records, same fields as the JSON lines, no abstract', async () => {
+  const got = await all(readOafResults(data('openaire'), CATALOG_SRC, failOnBadRecord));
+  assert.is(got.length, 2);
+  const [figshare, one] = got;
+  assert.is(figshare.file, 'data/openaire/oaf_result_5dbc230696a3706d45b5a2ff.xml');
+  assert.equal(figshare.key, ['scholexplore::edd9ec0a5e33c6c0a47a2a50d8f16a06']);
+  assert.is(figshare.title, 'Assessing the benefits of horizontal gene transfer by laboratory evolution and genome sequencing');
+  assert.is(figshare.label, 'OpenAIRE dataset scholexplore::edd9ec0a5e33c6c0a47a2a50d8f16a06, doi:10.6084/m9.figshare.c.4075649');
+  assert.is(figshare.fields.publisher, 'Figshare');
+  assert.is(figshare.fields.projects, 'EC H2020 · 739874 · NoiseRobustEvo · Noise and robustness in the evolution of novel protein phenotypes', 'result-to-result links are not projects');
+  assert.is(figshare.fields.creators.split('; ').length, 6);
+  assert.is(one.uri, 'dedup_wf_001::2c8a49a95bef402a688853c31412a30f');
+  assert.is(one.doi, '10.1093/aje/kwx278');
+  assert.is(one.fields.creators, 'Courtin, Emilie; Dowd, Jennifer B; Avendano, Mauricio');
+  assert.match(one.fields.projects, /^EC H2020 · 667661 · MINDMAP · PROMOTING MENTAL WELLBEING/);
+  assert.equal(Object.keys(one.fields), Object.keys((await all(readOpenAireResults(data('openaire/h2020_results_sample.jsonl'), 'x', failOnBadRecord)))[0].fields), 'the same record shape from both formats');
+  const xmlAbstract = openAireAbstracts().find((a) => a.startsWith('Abstract Background Recombination'))!;
+  assert.ok(xmlAbstract);
+  assert.not.ok(JSON.stringify(got).includes(xmlAbstract.slice(0, 60)), 'the <description> is never read');
+});
+
+test('OpenAIRE OAF XML: a broken document, a foreign id and bad encoding are located, the document skipped whole', async () => {
+  const xml = text('openaire/oaf_result_one_project.xml');
+  const read = (f: string, onBad: BadRecordHandler) => all(readOafResults(f, join(f, '..'), onBad));
+  await broken('a.xml', xml.replace('</title>', '</titl>'), read, /^a\.xml:15:\d+ \/record\/result\/metadata\/entity\/result(\/title)?: unexpected close tag/);
+  await broken('a.xml', xml.slice(0, xml.indexOf('<rels>')), read, /^a\.xml:\d+:\d+ /);
+  await broken('a.xml', xml.replace('dedup_wf_001::2c8a49a95bef402a688853c31412a30f', 'nope'), read, /^a\.xml:\d+:\d+ .*dri:objIdentifier must be an OpenAIRE identifier/);
+  await broken('a.xml', Buffer.concat([Buffer.from(xml.slice(0, xml.indexOf('Courtin'))), LATIN1('Courtïn'), Buffer.from(xml.slice(xml.indexOf('Courtin') + 7))]), read, /^a\.xml:15: not valid UTF-8/);
+  const dir = await tempDir('oaf');
+  await writeFile(join(dir, 'good.xml'), xml);
+  await writeFile(join(dir, 'bad.xml'), xml.replace('</title>', '</titl>'));
+  const counter = new BadRecordCounter();
+  const got = await all(readOafResults(dir, dir, counter.handler));
+  assert.equal([got.length, counter.count], [1, 1]);
+  assert.is(got[0].file, 'good.xml');
 });
 
 // ---------------------------------------------------------------------------------------------- EEA AirBase

@@ -11,7 +11,7 @@ import { buildUnitStore } from '../generator/store/build-store.ts';
 import type { CatalogSrc } from '../generator/model.ts';
 import { openUnitStore } from '../payments/store/unit-store.ts';
 import { copyCatalogSrc, tempDir } from './helpers/build.ts';
-import { BUILT_AT, catalog, EURLEX57K_FILES, scanStore } from './helpers/store-fixtures.ts';
+import { BUILT_AT, catalog, EURLEX57K_FILES, openAireAbstracts, scanStore } from './helpers/store-fixtures.ts';
 
 const opts = (storeRoot: string, extra: object = {}) => ({ storeRoot, builtAt: BUILT_AT, skipBadRecords: false, ...extra });
 
@@ -117,9 +117,8 @@ test('new units: citation with publisher, title, the source licence; references 
 });
 
 test('held parts are never stored: no OpenAIRE abstract, no EFSA row, no unit of a held source', async () => {
-  const raw = readFileSync(join(cat.root, 'data/openaire/h2020_results_sample.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  const abstracts = raw.flatMap((x) => x.descriptions as string[]).map((d) => d.replace(/<[^>]+>/g, ' ').trim()).filter((d) => d.length > 60);
-  assert.ok(abstracts.length >= 50);
+  const abstracts = openAireAbstracts();
+  assert.ok(abstracts.length >= 50 && abstracts.some((a) => a.startsWith('Abstract Background Recombination')), 'the abstracts of the JSON lines and of the OAF XML records');
   const everything = scan.units.map((u) => JSON.stringify(u)).join('\n');
   for (const a of abstracts) assert.not.ok(everything.includes(a.slice(10, 70)), `an abstract is stored: ${a.slice(0, 60)}`);
   assert.not.ok(scan.units.some((u) => u.source === 'eu.efsa'), 'the unconfirmed OpenFoodTox copy is not stored');

@@ -13,6 +13,7 @@ import { escoFiles, escoRecord, mergeSkillRows, readEscoFile, type EscoRow } fro
 import { readEurlex57k } from '../ingest/eurlex57k.ts';
 import { readJsonStat } from '../ingest/jsonstat.ts';
 import { readOpenAireResults } from '../ingest/openaire.ts';
+import { readOafResults } from '../ingest/openaire-oaf.ts';
 import { readOpenFoodTox } from '../ingest/openfoodtox.ts';
 import type { SourceRecord } from '../ingest/records.ts';
 import type { AdapterName, CatalogSrc, DataSpec, Source, UnitKind } from '../model.ts';
@@ -47,6 +48,7 @@ const MAKES: Record<AdapterName, UnitKind | null> = {
   jsonstat: 'R',
   esco: 'R',
   'openaire-results': 'R',
+  'openaire-oaf': 'R',
   'eea-airbase': 'R',
   openfoodtox: 'R',
   'corine-legend': 'R',
@@ -126,6 +128,8 @@ export async function ingestSpec(x: IngestContext): Promise<void> {
     }
     case 'openaire-results':
       return records(readOpenAireResults(path, spec.path, onBad));
+    case 'openaire-oaf':
+      return records(readOafResults(path, x.cat.root, onBad));
     case 'corine-legend':
       return records(readCorineLegend(path, spec.path, onBad, spec.delimiter));
     case 'openfoodtox':

@@ -72,7 +72,9 @@ export function expectedCounts(cat: CatalogSrc): Expected {
   const csvRows = (f: string, delimiter = ',') => parseCsv(readFileSync(join(root, f)), { columns: true, bom: true, delimiter }) as Record<string, string>[];
   // ESCO: one unit per concept; a skill listed in several collections counts once
   const escoUnits = csvRows('data/esco/occupations_en_sample.csv').length + new Set(ESCO_SKILL_FILES.flatMap((f) => csvRows(f).map((r) => r.conceptUri))).size;
-  const openaireUnits = jsonl(join(root, 'data/openaire/h2020_results_sample.jsonl')).length;
+  // OpenAIRE: the JSON lines, and one result per raw OAF XML record beside them
+  const oaf = readdirSync(join(root, 'data/openaire')).filter((f) => f.endsWith('.xml'));
+  const openaireUnits = jsonl(join(root, 'data/openaire/h2020_results_sample.jsonl')).length + oaf.reduce((n, f) => n + (readFileSync(join(root, 'data/openaire', f), 'utf8').split('<oaf:result>').length - 1), 0);
   const eeaUnits = csvRows('data/eea_airbase/DENW053.csv').length + csvRows('data/eea_airbase/DENW212.csv').length;
   const clcUnits = csvRows('data/copernicus_clc/clc_legend.csv', ';').length;
 
@@ -123,4 +125,15 @@ export async function scanStore(storeDir: string): Promise<{ units: { ref: strin
     await db.close();
   }
   return { units, products, keys };
+}
+
+/**
+ * The OpenAIRE abstracts of the fixtures (JSON lines `descriptions`, OAF XML `<description>`), as
+ * plain text: what must never be stored or delivered.
+ */
+export function openAireAbstracts(root = CATALOG_SRC): string[] {
+  const dir = join(root, 'data/openaire');
+  const fromJson = jsonl(join(dir, 'h2020_results_sample.jsonl')).flatMap((x) => x.descriptions as string[]);
+  const fromXml = readdirSync(dir).filter((f) => f.endsWith('.xml')).flatMap((f) => [...readFileSync(join(dir, f), 'utf8').matchAll(/<description>([\s\S]*?)<\/description>/g)].map((m) => m[1]));
+  return [...fromJson, ...fromXml].map((d) => d.replace(/<[^>]+>|&lt;[^&]*&gt;/g, ' ').replace(/\s+/g, ' ').trim()).filter((d) => d.length > 60);
 }
