@@ -70,7 +70,7 @@ export interface UnitStoreReader {
   readonly meta: StoreMeta;
   /** Units by reference within a product, in request order; references not in the product are listed in `unknown`. */
   getUnits(productId: string, refs: string[]): Promise<{ units: Unit[]; unknown: string[] }>;
-  /** BM25 over the English pivot text within a product; order: score desc, then ref asc. */
+  /** BM25 over each unit's searchable text (see the tokenizer) within a product; order: score desc, then ref asc. */
   search(productId: string, query: string, limit: number): Promise<Unit[]>;
   close(): Promise<void>;
 }
@@ -84,6 +84,13 @@ export interface UnitStoreReader {
 //   fi.finlex:<akn work IRI>#<eId>             A unit, e.g. fi.finlex:/akn/fi/act/statute/2026/1#sec_1
 //   global.ecdc:<key columns joined by '/'>    R unit from CSV, e.g. global.ecdc:AT/cases/2023-27
 //   <source>:<dataset>/<dim codes joined by '/'> R unit from JSON-stat
+//   eu.eurlex:<CELEX>/<block>                  P unit of a EURLEX57K act: 0 heading, 1 recitals,
+//                                              1 + n article n, last the closing part
+//   global.esco:occupation/<uuid>, global.esco:skill/<uuid>        R units (ESCO URI segments)
+//   global.openaire:<OpenAIRE id>              R unit, e.g. global.openaire:dedup_wf_001::685e…
+//   global.eea:airbase/<station>/<component>/<group>/<period>/<year>/<averaging>/<statistic>
+//   global.copernicus:clc/<CLC code>           R unit, e.g. global.copernicus:clc/111
+// Key parts are URI-escaped (a space as "+", ":" kept), so "/" only ever separates them.
 //
 // Keys (utf8 strings; values are bytes). Internal document ids (docid) are assigned in ingestion
 // order and written as 8 hex digits so the bulky unit records go into LevelDB in key order

@@ -122,6 +122,9 @@ test('ESCO: 296 occupations and 107 skills; the ICT collection merges into the t
   const [a, b] = skills.get('14832d87-2f2f-4895-b290-e4760ebae42a')!;
   const conflict = mergeSkillRows([a, { ...b, record: { ...b.record, description: 'changed' } }]);
   assert.not.ok(conflict.ok);
+  // and a skill listed twice in one file is an error too
+  const twice = mergeSkillRows([a, { ...a, line: a.line + 5 }]);
+  assert.equal(twice, { ok: false, reason: `${a.record.conceptUri} is listed twice in ${a.file} (lines ${a.line} and ${a.line + 5})` });
 });
 
 test('ESCO: wrong column set, truncated file, bad encoding and a foreign URI are located', async () => {

@@ -73,6 +73,10 @@ export async function* readEscoFile(f: EscoFile, displayName: string, onBad: Bad
  */
 export function mergeSkillRows(rows: EscoRow[]): { ok: true; row: EscoRow; collections: string[] } | { ok: false; reason: string } {
   const merged: Record<string, string> = { ...rows[0].record };
+  for (const [i, r] of rows.entries()) {
+    const twice = rows.slice(0, i).find((x) => x.file === r.file);
+    if (twice) return { ok: false, reason: `${r.record.conceptUri} is listed twice in ${r.file} (lines ${twice.line} and ${r.line})` };
+  }
   for (const r of rows.slice(1)) {
     for (const [k, v] of Object.entries(r.record)) {
       if (k in merged && merged[k] !== v) return { ok: false, reason: `${r.record.conceptUri}: ${k} differs from ${rows[0].file}:${rows[0].line}` };
