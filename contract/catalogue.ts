@@ -12,6 +12,8 @@ export interface LicenceBasis {
   quote_sha256: string | null;
   ruled_at: string | null;
   terms_url: string | null;
+  /** What was checked of the licence, and what is only assumed. */
+  checked: string | null;
 }
 
 export interface LicenceSummary { source: string; from: string; licences: string[]; display: string | null }
@@ -20,6 +22,8 @@ export interface SourceHealth {
   source: string;
   required: boolean;
   status: 'served' | 'held';
+  /** false when the source serves nothing at all yet (held, or ruled but no data attached: see note) */
+  available: boolean;
   unit: string | null;
   rows: number;
   units: number;
@@ -49,6 +53,12 @@ export interface ProductPricing {
   draw_unit_price_micro_eur: number;
   draw_unit_price: string;
   draw_minimum_charge: string;
+}
+
+/** What a product's example query matches in the unit store (any of its words), at this version. */
+export interface ExampleQuery {
+  query: string;
+  matches: number;
 }
 
 export interface CatalogueProduct {
@@ -81,7 +91,30 @@ export interface CatalogueProduct {
   pricing: ProductPricing;
   keywords: string[];
   data_themes: string[];
+  example_query: ExampleQuery;
+  /** Free, static preview: a few units' references, titles and citations (never their text). */
+  preview_url: string;
   _health: Health;
+}
+
+/**
+ * One source of the catalogue with what it holds in the whole store (a unit sold in several
+ * products counts once), its licence and what was checked of it.
+ */
+export interface CatalogueSource {
+  source: string;
+  title: string;
+  publisher: string;
+  /** served: sells units; not-yet-available: ruled, no data attached yet; held: no ruling, nothing read; reference: tables, sells no units */
+  status: 'served' | 'not-yet-available' | 'held' | 'reference';
+  reason: string | null; // why it is not served (status other than served)
+  unit: string | null;
+  units: number;
+  rows: number;
+  licence: string | null; // SPDX id of the ruling's licence; null when held
+  attribution: string | null;
+  checked: string | null; // what was checked of the licence, what is assumed
+  products: string[];
 }
 
 export interface CatalogueDoc {
@@ -103,4 +136,5 @@ export interface CatalogueDoc {
   minimum_topup: string;
   products: CatalogueProduct[];
   total: number;
+  sources: CatalogueSource[];
 }

@@ -17,13 +17,17 @@ export interface UnitRow {
 
 export interface Citation {
   label: string; // human citation, e.g. "CELEX 32006D0213, paragraph 4"
+  publisher: string; // who published this unit (the source's publisher, or the data file's where it differs)
+  part?: string; // which part of a document: "recitals", "article 2 of 3", ...
   celex?: string;
   eli?: string;
   akn?: string; // Akoma Ntoso work IRI, e.g. /akn/fi/act/statute/2026/1
   eid?: string; // Akoma Ntoso eId of the provision
   para?: number; // paragraph index within the act
   record?: string; // record key for R units
-  url?: string; // official text, where one can be derived
+  uri?: string; // the record's own identifier where it has one (an ESCO concept URI, an OpenAIRE id)
+  doi?: string;
+  url?: string; // official text or landing page, where one can be derived
 }
 
 export interface UnitLicence {
@@ -40,6 +44,8 @@ export interface Unit {
   ref: string;
   source: string;
   kind: UnitKind;
+  /** A short human title (an act's title, a record's label); free to show before purchase, never the sold text. */
+  title?: string;
   citation: Citation;
   rows: UnitRow[];
   record?: Record<string, string>; // R units: the source record's fields
@@ -64,7 +70,7 @@ export interface UnitStoreReader {
   readonly meta: StoreMeta;
   /** Units by reference within a product, in request order; references not in the product are listed in `unknown`. */
   getUnits(productId: string, refs: string[]): Promise<{ units: Unit[]; unknown: string[] }>;
-  /** BM25 over the English pivot text within a product; order: score desc, then ref asc. */
+  /** BM25 over each unit's searchable text (see the tokenizer) within a product; order: score desc, then ref asc. */
   search(productId: string, query: string, limit: number): Promise<Unit[]>;
   close(): Promise<void>;
 }
@@ -78,6 +84,13 @@ export interface UnitStoreReader {
 //   fi.finlex:<akn work IRI>#<eId>             A unit, e.g. fi.finlex:/akn/fi/act/statute/2026/1#sec_1
 //   global.ecdc:<key columns joined by '/'>    R unit from CSV, e.g. global.ecdc:AT/cases/2023-27
 //   <source>:<dataset>/<dim codes joined by '/'> R unit from JSON-stat
+//   eu.eurlex:<CELEX>/<block>                  P unit of a EURLEX57K act: 0 heading, 1 recitals,
+//                                              1 + n article n, last the closing part
+//   global.esco:occupation/<uuid>, global.esco:skill/<uuid>        R units (ESCO URI segments)
+//   global.openaire:<OpenAIRE id>              R unit, e.g. global.openaire:dedup_wf_001::685e…
+//   global.eea:airbase/<station>/<component>/<group>/<period>/<year>/<averaging>/<statistic>
+//   global.copernicus:clc/<CLC code>           R unit, e.g. global.copernicus:clc/111
+// Key parts are URI-escaped (a space as "+", ":" kept), so "/" only ever separates them.
 //
 // Keys (utf8 strings; values are bytes). Internal document ids (docid) are assigned in ingestion
 // order and written as 8 hex digits so the bulky unit records go into LevelDB in key order
@@ -96,7 +109,8 @@ export interface UnitStoreReader {
 // reuses a directory written in an older one.
 // ---------------------------------------------------------------------------------------------
 
-export const STORE_FORMAT = 2 as const;
+// 3: tokenizer v2 (folded accents, compound terms), units carry a title and their publisher.
+export const STORE_FORMAT = 3 as const;
 export const CURRENT_FILE = 'CURRENT';
 
 export const KEY = {
@@ -206,11 +220,19 @@ export function bm25Impact(idf: number, tf: number, dl: number, avgdl: number): 
   return (idf * (tf * (BM25.k1 + 1))) / (tf + BM25.k1 * (1 - BM25.b + (BM25.b * dl) / avgdl));
 }
 
-// Tokenizer: NFKC, lower case, runs of letters/digits, English stop words and 1-character tokens
-// dropped, no stemming (exact word forms keep results explainable). The searchable text of a
-// unit is its English pivot row (P), its text columns (R) or its provision text (A: Finlex is
-// Finnish only, so Finnish words are indexed as they are).
-export const TOKENIZER = 'words-nfkc-lower-en-stop-v1' as const;
+// Tokenizer (v2). What a buyer types must find what the text says, so both sides fold the same way:
+//  - case and accents: NFKD, combining marks dropped, lower case, and the few letters NFKD does not
+//    decompose mapped by hand (Köln -> koln, Straße -> strasse, Ærø -> aero);
+//  - words are runs of letters and digits; a compound (runs joined by one hyphen, or digits joined
+//    by "." or ",") gives its parts and the whole: COVID-19 -> covid, 19, covid-19; PM2.5 -> pm2,
+//    pm2.5 (the part "5" is one character); 2023-27 -> 2023, 27, 2023-27. So "covid", "COVID-19"
+//    and "covid 19" all match a COVID-19 record, and the exact compound ranks it first;
+//  - English stop words and 1-character tokens are dropped; no stemming (exact word forms keep
+//    results explainable).
+// The searchable text of a unit is its English pivot row (P), its descriptive columns (R) or its
+// provision text (A: Finlex is Finnish only, so Finnish words are indexed as they are, folded).
+// Changing anything here changes every index: bump TOKENIZER and STORE_FORMAT.
+export const TOKENIZER = 'fold-nfkd-compound-en-stop-v2' as const;
 
 export const STOP_WORDS: ReadonlySet<string> = new Set(
   ('a an and are as at be been but by for from had has have he her his i if in into is it its ' +
@@ -219,14 +241,36 @@ export const STOP_WORDS: ReadonlySet<string> = new Set(
     .split(' '),
 );
 
-const WORD = /[\p{L}\p{N}]+/gu;
+// Letters NFKD leaves whole, folded to what a buyer on an ASCII keyboard types.
+const LETTER_FOLD: Record<string, string> = { ß: 'ss', ẞ: 'ss', æ: 'ae', œ: 'oe', ø: 'o', đ: 'd', ð: 'd', ł: 'l', ı: 'i', þ: 'th', ħ: 'h', ŧ: 't', ŋ: 'n', ſ: 's', ς: 'σ' };
+const UNFOLDED = new RegExp(`[${Object.keys(LETTER_FOLD).join('')}]`, 'g');
+const MARKS = /[\p{M}\u00ad]/gu; // combining marks, and soft hyphens (invisible inside words)
+
+/** Case- and accent-folded text (see the tokenizer notes above). ASCII text skips normalisation. */
+export function foldText(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  if (!/[^\u0000-\u007f]/.test(text)) return text.toLowerCase();
+  return text.normalize('NFKD').replace(MARKS, '').toLowerCase().replace(UNFOLDED, (c) => LETTER_FOLD[c]!);
+}
+
+// A word, or a compound: words joined by one hyphen (-, U+2010, U+2011), or digits joined by "." or ",".
+const TERM = /[\p{L}\p{N}]+(?:(?:[-\u2010\u2011]|(?<=\p{N})[.,](?=\p{N}))[\p{L}\p{N}]+)*/gu;
+const JOINER = /[-\u2010\u2011.,]/;
+const PART = /[\p{L}\p{N}]+/gu;
+const MAX_TOKEN = 64;
+
+const keep = (t: string) => t.length >= 2 && t.length <= MAX_TOKEN && !STOP_WORDS.has(t);
 
 export function tokenize(text: string): string[] {
   const out: string[] = [];
-  for (const m of text.normalize('NFKC').toLowerCase().matchAll(WORD)) {
+  for (const m of foldText(text).matchAll(TERM)) {
     const t = m[0];
-    if (t.length < 2 || t.length > 64 || STOP_WORDS.has(t)) continue;
-    out.push(t);
+    if (!JOINER.test(t)) {
+      if (keep(t)) out.push(t);
+      continue;
+    }
+    for (const p of t.matchAll(PART)) if (keep(p[0])) out.push(p[0]);
+    if (t.length <= MAX_TOKEN) out.push(t); // the compound itself: always two parts or more, never a stop word
   }
   return out;
 }

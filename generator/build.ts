@@ -63,7 +63,7 @@ export function emitContext(cat: CatalogSrc, addresses: Addresses, store: StoreS
   };
   const version = contentVersion('catalogue', content);
   // The version is the only field that differs between the hashed draft and the published document.
-  return { cat, addresses, builtAt, version, catalogue: { ...draft, version } };
+  return { cat, addresses, builtAt, version, catalogue: { ...draft, version }, previews: store.previews ?? {} };
 }
 
 export function renderAll(ctx: EmitContext): OutputFile[] {

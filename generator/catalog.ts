@@ -2,7 +2,7 @@
 // validated inputs and what the unit store holds, and computes counts, prices, licences and health.
 // Nothing here invents a number: every count comes from the StoreSummary.
 import { bulkAnnualCents, formatCents, formatMicros } from '../contract/money.ts';
-import type { CatalogueDoc, CatalogueProduct, Health, LicenceBasis, LicenceSummary, SourceHealth } from '../contract/catalogue.ts';
+import type { CatalogueDoc, CatalogueProduct, CatalogueSource, Health, LicenceBasis, LicenceSummary, SourceHealth } from '../contract/catalogue.ts';
 import type { Addresses, CatalogSrc, ProductSrc, Source, StoreSummary } from './model.ts';
 
 export type { CatalogueDoc, CatalogueProduct } from '../contract/catalogue.ts';
@@ -13,10 +13,21 @@ export function dcatUrl(a: Addresses, productId: string): string {
   return `${a.base_url}/dcat/catalog/${productId}`;
 }
 
+/** The free preview of a product (a static document in dist/). */
+export function previewUrl(a: Addresses, productId: string): string {
+  return `${a.base_url}/lds/preview/${productId}`;
+}
+
+/** A ruled source that sells units but has no data attached: listed, priced at zero, "not yet available". */
+export function notYetAvailable(src: Source): boolean {
+  return !src.held && !!src.ruling && src.unit !== null && !src.data?.length;
+}
+
 function licenceBasis(src: Source): LicenceBasis {
   const r = src.ruling;
-  if (!r) return { source: src.id, verdict: 'held', basis: src.held?.reason ?? null, attribution: null, conditions: null, quote_sha256: null, ruled_at: null, terms_url: null };
-  return { source: src.id, verdict: r.verdict, basis: r.basis, attribution: r.attribution, conditions: r.conditions, quote_sha256: r.quote_sha256, ruled_at: r.ruled_at, terms_url: r.terms_url };
+  const checked = src.checked ?? null;
+  if (!r) return { source: src.id, verdict: 'held', basis: src.held?.reason ?? null, attribution: null, conditions: null, quote_sha256: null, ruled_at: null, terms_url: null, checked };
+  return { source: src.id, verdict: r.verdict, basis: r.basis, attribution: r.attribution, conditions: r.conditions, quote_sha256: r.quote_sha256, ruled_at: r.ruled_at, terms_url: r.terms_url, checked };
 }
 
 function licenceSummary(cat: CatalogSrc, src: Source): LicenceSummary {
@@ -33,8 +44,11 @@ function health(cat: CatalogSrc, p: ProductSrc, store: StoreSummary, builtAt: st
     let note: string | null = null;
     if (src.held) note = `held: ${src.held.reason}`;
     else if (src.unit === null) note = 'reference data: used for routing, sells no units';
-    else if (c.rows === 0) note = store.notes[source] ?? src.no_data_reason ?? (store.store_version ? 'no rows in the unit store' : 'the unit store has not been built');
-    return { source, required, status: src.held ? 'held' : 'served', unit: src.unit, rows: c.rows, units: c.units, note };
+    else if (notYetAvailable(src)) note = src.no_data_reason ?? 'not yet available: no data is attached to this source';
+    else if (c.rows === 0)
+      note = store.product_notes?.[p.product_id]?.[source] ?? store.notes[source] ?? (store.store_version ? 'no rows in the unit store' : 'the unit store has not been built');
+    const available = !src.held && src.unit !== null && !notYetAvailable(src);
+    return { source, required, status: src.held ? 'held' : 'served', available, unit: src.unit, rows: c.rows, units: c.units, note };
   });
   const rowCount = sources.reduce((s, x) => s + x.rows, 0);
   const sellable = sources.filter((s) => s.status === 'served' && s.unit !== null);
@@ -113,8 +127,40 @@ export function catalogueProduct(cat: CatalogSrc, p: ProductSrc, a: Addresses, s
     },
     keywords: p.keywords,
     data_themes: p.data_themes,
+    example_query: { query: p.example_query, matches: store.examples?.[p.product_id]?.matches ?? 0 },
+    preview_url: previewUrl(a, p.product_id),
     _health: h,
   };
+}
+
+/** Every source any product names, with what the whole store holds of it (docs and pages show this table). */
+export function catalogueSources(cat: CatalogSrc, store: StoreSummary): CatalogueSource[] {
+  const products = new Map<string, string[]>();
+  for (const p of cat.products) for (const s of p.sources) products.set(s.source, [...(products.get(s.source) ?? []), p.product_id]);
+  return [...products.keys()].sort().map((id) => {
+    const src = cat.sources.get(id)!;
+    const c = src.held ? { units: 0, rows: 0 } : store.sources?.[id] ?? { units: 0, rows: 0 };
+    const status: CatalogueSource['status'] = src.held ? 'held' : src.unit === null ? 'reference' : notYetAvailable(src) ? 'not-yet-available' : 'served';
+    const reason =
+      status === 'held' ? src.held!.reason
+      : status === 'reference' ? 'reference tables used for routing; sells no units'
+      : status === 'not-yet-available' ? (src.no_data_reason ?? 'no data is attached to this source')
+      : null;
+    return {
+      source: id,
+      title: src.title,
+      publisher: src.publisher,
+      status,
+      reason,
+      unit: src.unit,
+      units: c.units,
+      rows: c.rows,
+      licence: src.ruling ? cat.licences.get(src.ruling.licence)!.spdx : null,
+      attribution: src.ruling?.attribution ?? null,
+      checked: src.checked ?? null,
+      products: products.get(id)!,
+    };
+  });
 }
 
 /** The catalogue without its version; the version is computed over the whole build content. */
@@ -140,5 +186,6 @@ export function buildCatalogue(cat: CatalogSrc, a: Addresses, store: StoreSummar
     minimum_topup: formatCents(MINIMUM_TOPUP_CENTS),
     products,
     total: products.length,
+    sources: catalogueSources(cat, store),
   };
 }

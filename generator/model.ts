@@ -44,14 +44,30 @@ export interface LicenceRuling {
   terms_url: string;
 }
 
-export type AdapterName = 'aligned-paragraphs' | 'aligned-rows' | 'akoma-ntoso' | 'csv' | 'jsonstat' | 'eurovoc';
+export type AdapterName =
+  | 'aligned-paragraphs'
+  | 'aligned-rows'
+  | 'akoma-ntoso'
+  | 'csv'
+  | 'jsonstat'
+  | 'eurovoc'
+  | 'eurlex57k'
+  | 'esco'
+  | 'openaire-results'
+  | 'openaire-oaf'
+  | 'eea-airbase'
+  | 'openfoodtox'
+  | 'corine-legend';
 
 export interface DataSpec {
   adapter: AdapterName;
   path: string; // relative to catalog-src/
   acts?: string;
-  key?: string[];
-  text?: string[];
+  key?: string[]; // csv: columns that identify a record
+  text?: string[]; // csv: descriptive columns (searchable, and the row's text)
+  title?: string[]; // csv: columns joined into the record's title
+  delimiter?: string; // CSV-based adapters: field separator (default ",")
+  stations?: string; // eea-airbase: the station list, relative to catalog-src/
 }
 
 export interface Source {
@@ -65,6 +81,8 @@ export interface Source {
   held?: { reason: string; since: string };
   data?: DataSpec[];
   no_data_reason?: string;
+  /** What was checked of the licence, and what is only assumed (from the data's PROVENANCE.md). */
+  checked?: string;
 }
 
 export interface EuroVocRule {
@@ -100,6 +118,8 @@ export interface ProductSrc {
   routing: EuroVocRule;
   data_themes: string[];
   keywords: string[];
+  /** A query the documentation and examples use for this product; the build counts what it matches. */
+  example_query: string;
   pricing: Pricing;
 }
 
@@ -131,4 +151,21 @@ export interface StoreSummary {
   products: Record<string, Record<string, SourceCount>>; // product_id -> source id -> counts
   /** Why a served source has no rows, per source id (shown in _health). */
   notes: Record<string, string>;
+  /** Why a served source has no rows in one product although it has rows (routing), per product and source. */
+  product_notes?: Record<string, Record<string, string>>;
+  /** What each source holds in the whole store (a unit sold in several products counts once). */
+  sources?: Record<string, SourceCount>;
+  /** Per product: how many units its example query matches (any of its words), counted in the index. */
+  examples?: Record<string, { query: string; matches: number }>;
+  /** Per product: a few units to show for free (reference, title, citation; never text). */
+  previews?: Record<string, PreviewUnit[]>;
+}
+
+/** A unit as the free preview shows it: what it is and where it comes from, without its text. */
+export interface PreviewUnit {
+  ref: string;
+  source: string;
+  kind: UnitKind;
+  title: string;
+  citation: { label: string; publisher: string; url?: string; celex?: string; eli?: string; doi?: string; uri?: string };
 }

@@ -68,6 +68,7 @@ test('every documented operation answers with a documented status and schema', a
   const requests: Record<string, () => Promise<Response>> = {
     getCatalogue: () => fetch(`${srv.base}/lds/_catalog`),
     getProductDcat: () => fetch(`${srv.base}/dcat/catalog/${product}`),
+    getProductPreview: () => fetch(`${srv.base}/lds/preview/${product}`),
     draw: () => postJson(`${srv.base}/lds/draw`, { product_id: 'svc-energy-eu', units: refs.slice(0, 2) }),
     topUp: () => postJson(`${srv.base}/lds/balance/topup`, { amount: '5.00', currency: 'EUR' }),
     getBalance: () => fetch(`${srv.base}/lds/balance`),

@@ -76,7 +76,8 @@ test('SIGKILL mid-build leaves the previous store current, intact and usable', a
   assert.equal(names.filter((n) => n.startsWith('.tmp-')), []);
   assert.is((await readFile(join(root, 'CURRENT'), 'utf8')).trim(), second.store_version);
   assert.ok(names.includes(first.store_version!), 'the previous store is kept');
-  assert.ok(second.products['svc-agriculture-eu']['eu.eurlex'].units > first.products['svc-agriculture-eu']['eu.eurlex'].units * 50);
+  // 59 more copies of every MultiEURLEX paragraph (the EURLEX57K acts are not copied)
+  assert.ok(second.products['svc-agriculture-eu']['eu.eurlex'].units > first.products['svc-agriculture-eu']['eu.eurlex'].units * 30);
 });
 
 test.run();

@@ -5,6 +5,7 @@
 import type { AgentCard, AgentSkill } from '@a2a-js/sdk';
 import { a2aUrl } from '../addresses.ts';
 import type { CatalogueProduct } from '../catalog.ts';
+import { exampleClaim } from './examples.ts';
 import { type EmitContext, type Emitter, JSON_TYPE, jsonBody } from './types.ts';
 
 export const AGENT_CARD_PATH = '.well-known/agent-card.json';
@@ -16,16 +17,22 @@ export function agentCardUrl(ctx: Pick<EmitContext, 'addresses'>): string {
   return `${new URL(ctx.addresses.base_url).origin}/${AGENT_CARD_PATH}`;
 }
 
+/** Sources as the catalogue states them: served, not yet available (with why), held. */
 function sourcesText(p: CatalogueProduct): string {
-  const served = p.licence_basis.filter((l) => l.verdict !== 'held').map((l) => l.source);
-  const held = p.licence_basis.filter((l) => l.verdict === 'held').map((l) => l.source);
-  return `${served.join(', ')}${held.length ? `; held, no rows served yet: ${held.join(', ')}` : ''}`;
+  const s = p._health.sources;
+  const served = s.filter((x) => x.status === 'served' && (x.available || x.unit === null)).map((x) => x.source);
+  const notYet = s.filter((x) => x.status === 'served' && !x.available && x.unit !== null).map((x) => `${x.source} (${(x.note ?? '').replace(/^not yet available: /, '')})`);
+  const held = s.filter((x) => x.status === 'held').map((x) => x.source);
+  return [served.join(', '), notYet.length ? `not yet available: ${notYet.join('; ')}` : '', held.length ? `held, no rows served yet: ${held.join(', ')}` : ''].filter(Boolean).join('; ');
 }
+
+/** The `limit` of the agent card's examples. */
+const CARD_EXAMPLE_LIMIT = 10;
 
 function skill(ctx: EmitContext, p: CatalogueProduct): AgentSkill {
   const pr = p.pricing;
   const tags = [...new Set([p.tag, p.slug, ...p.keywords])];
-  const keyword = p.keywords[0] ?? p.slug;
+  const claim = exampleClaim(p, CARD_EXAMPLE_LIMIT);
   return {
     id: p.product_id,
     name: p.title,
@@ -34,12 +41,10 @@ function skill(ctx: EmitContext, p: CatalogueProduct): AgentSkill {
       `To ask, send a message with a data part {"product_id": "${p.product_id}", "query": "<text>", "limit": <n>} or {"product_id": "${p.product_id}", "units": [<unit references>]}: ` +
       `the answer is a quote with the price and a quote_id (HTTP 402 on the REST draw endpoint). ` +
       `To pay, send the same data part with "quote_id" added and your balance token as "Authorization: Bearer <balance token>" (or as "balance_token" in the data part); the balance token comes from a prepaid top-up ` +
-      `(POST ${ctx.addresses.base_url}/lds/balance/topup, minimum ${ctx.catalogue.minimum_topup} ${ctx.catalogue.currency}).`,
+      `(POST ${ctx.addresses.base_url}/lds/balance/topup, minimum ${ctx.catalogue.minimum_topup} ${ctx.catalogue.currency}). ` +
+      `Example: ${claim.sentence.replace(/`/g, '')} Free preview (no text): ${p.preview_url}.`,
     tags,
-    examples: [
-      JSON.stringify({ product_id: p.product_id, query: keyword, limit: 10 }),
-      JSON.stringify({ product_id: p.product_id, query: keyword, limit: 10, quote_id: '<quote_id from the quote>' }),
-    ],
+    examples: [JSON.stringify(claim.request), JSON.stringify({ ...claim.request, quote_id: '<quote_id from the quote>' })],
     inputModes: [JSON_MODE],
     outputModes: [JSON_MODE],
   };

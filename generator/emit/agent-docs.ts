@@ -8,6 +8,7 @@
 import { a2aUrl } from '../addresses.ts';
 import type { DocSection } from './docs.ts';
 import type { EmitContext } from './types.ts';
+import { mainExampleProduct } from './examples.ts';
 import { fence, shq } from './markdown.ts';
 
 /** Everything an example names; derived from the catalogue so it always names what exists. */
@@ -23,28 +24,27 @@ export interface AgentExampleInput {
 
 interface ExampleProduct {
   product_id: string;
-  slug: string;
-  keywords?: string[];
-  live_unit_count?: number;
+  example_query: { query: string; matches: number };
 }
 
+/** The `limit` of the agent examples. */
+export const AGENT_EXAMPLE_LIMIT = 3;
+
 /**
- * The request the examples send: the first product that has units to sell (else the first),
- * a query from its keywords, limit 3.
+ * The request the examples send: the first product whose example query fills the limit (see
+ * examples.ts), its example query, limit 3.
  */
 export function agentExampleInput(ctx: { addresses: EmitContext['addresses']; catalogue: { products: ExampleProduct[] } }): AgentExampleInput {
   const a = ctx.addresses;
-  const ps = ctx.catalogue.products;
-  const p = ps.find((x) => (x.live_unit_count ?? 0) > 0) ?? ps[0];
-  if (!p) throw new Error('the catalogue has no products to use in the agent examples');
+  const p = mainExampleProduct(ctx.catalogue.products, AGENT_EXAMPLE_LIMIT);
   return {
     mcp_url: a.mcp_url,
     a2a_url: a2aUrl(a),
     agent_card_url: `${new URL(a.base_url).origin}/.well-known/agent-card.json`,
     topup_url: `${a.base_url}/lds/balance/topup`,
     product_id: p.product_id,
-    query: p.keywords?.[0] ?? p.slug,
-    limit: 3,
+    query: p.example_query.query,
+    limit: AGENT_EXAMPLE_LIMIT,
   };
 }
 

@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { dcatUrl, type CatalogueProduct } from '../catalog.ts';
+import { dcatUrl, notYetAvailable, type CatalogueProduct } from '../catalog.ts';
 import type { CatalogSrc, ProductSrc, Source } from '../model.ts';
 import { type EmitContext, type Emitter, JSONLD_TYPE, distPath, jsonBody } from './types.ts';
 
@@ -150,12 +150,21 @@ function distribution(ctx: EmitContext, base: string, src: Source, cp: Catalogue
   };
 }
 
-/** Which sources the product is made of: served ones are the distributions, held ones serve nothing yet. */
+/**
+ * Which sources the product is made of: served ones are the distributions; a source not yet
+ * available (ruled, no data yet) and a held one serve nothing, and the description says why.
+ */
 function sourcesSentence(cat: CatalogSrc, p: ProductSrc): string {
   const srcs = p.sources.map((x) => cat.sources.get(x.source)!);
-  const served = srcs.filter((x) => !x.held).map((x) => x.title);
+  const served = srcs.filter((x) => !x.held && !notYetAvailable(x)).map((x) => x.title);
+  const notYet = srcs.filter(notYetAvailable).map((x) => `${x.title} (${(x.no_data_reason ?? 'no data yet').replace(/^not yet available: /, '')})`);
   const held = srcs.filter((x) => x.held).map((x) => x.title);
-  return `Sources served: ${served.join('; ')}.${held.length ? ` Held (licence not yet ruled, no rows served): ${held.join('; ')}.` : ''}`;
+  return `Sources served: ${served.join('; ')}.${notYet.length ? ` Not yet available: ${notYet.join('; ')}.` : ''}${held.length ? ` Held (licence not yet ruled, no rows served): ${held.join('; ')}.` : ''}`;
+}
+
+/** The distributions of a product: its ruled sources that have data (or are reference tables). */
+export function distributedSources(cat: CatalogSrc, p: ProductSrc): Source[] {
+  return p.sources.map((x) => cat.sources.get(x.source)!).filter((src) => !src.held && !!src.ruling && !notYetAvailable(src));
 }
 
 export function dcatDocument(ctx: EmitContext, p: ProductSrc): Record<string, unknown> {
@@ -167,7 +176,7 @@ export function dcatDocument(ctx: EmitContext, p: ProductSrc): Record<string, un
   const org = `${a.publisher_url}#org`;
   const contact = `${a.publisher_url}#contact`;
   const catLicence = cat.licences.get(s.licence)!;
-  const served = p.sources.map((x) => cat.sources.get(x.source)!).filter((src) => !src.held && src.ruling);
+  const served = distributedSources(cat, p);
   // Every licence named in the document (distributions + catalogue), described once each.
   const licenceByIri = new Map([catLicence, ...served.map((src) => cat.licences.get(src.ruling!.licence)!)].map((l) => [l.iri, l]));
   const licences = [...licenceByIri.values()];

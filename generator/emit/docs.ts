@@ -10,8 +10,10 @@ import { type Emitter, type EmitContext, MARKDOWN_TYPE, TEXT_TYPE } from './type
 import { docsPath, machineDocuments, siteUrls } from './site.ts';
 import { DRAW_BOUNDS, openApiDocument } from './openapi.ts';
 import { AGENT_DOC_SECTIONS } from './agent-docs.ts';
-import { fence, shq } from './markdown.ts';
+import { fence, groupDigits, mdTable, shq } from './markdown.ts';
 import { CREDENTIAL_DOC_SECTIONS, exampleTopupBody, llmsTopupStep } from './topup-docs.ts';
+import { DRAW_EXAMPLE_LIMIT, exampleClaim, mainExampleProduct } from './examples.ts';
+import { PREVIEW_DOC_SECTIONS, SOURCE_DOC_SECTIONS } from './source-docs.ts';
 
 export interface DocSection {
   /** Section heading (an H2); the table of contents links to it. */
@@ -23,15 +25,7 @@ export interface DocSection {
 // ---------------------------------------------------------------------------------------------
 // Small Markdown helpers
 
-/** A table cell: no line breaks, pipes escaped. */
-export function mdCell(text: string | number | null | undefined): string {
-  return String(text ?? '').replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
-}
-
-export function mdTable(head: string[], rows: (string | number | null)[][]): string {
-  const line = (cells: (string | number | null)[]) => `| ${cells.map(mdCell).join(' | ')} |`;
-  return [line(head), `|${head.map(() => '---').join('|')}|`, ...rows.map(line)].join('\n');
-}
+export { mdCell, mdTable } from './markdown.ts';
 
 /** GitHub-style heading anchor. */
 export function anchor(title: string): string {
@@ -39,22 +33,18 @@ export function anchor(title: string): string {
 }
 
 
-/** Digits grouped by thousands (12345 -> 12,345), independent of the machine's locale. */
-export function groupDigits(n: number): string {
-  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-}
+export { groupDigits } from './markdown.ts';
 
 // ---------------------------------------------------------------------------------------------
-// What the examples use: the first product and a query from its keywords, so the examples
-// always name a product that exists.
+// What the examples use: the first product whose example query fills the limit, and that query
+// (see examples.ts), so every example names a product that exists and says what it returns.
 
 function exampleProduct(ctx: EmitContext): CatalogueProduct {
-  return ctx.catalogue.products[0]!;
+  return mainExampleProduct(ctx.catalogue.products, DRAW_EXAMPLE_LIMIT);
 }
 
 function exampleDraw(ctx: EmitContext): { product_id: string; query: string; limit: number } {
-  const p = exampleProduct(ctx);
-  return { product_id: p.product_id, query: p.keywords[0] ?? p.slug, limit: 5 };
+  return exampleClaim(exampleProduct(ctx), DRAW_EXAMPLE_LIMIT).request;
 }
 
 /** The top-up request body the examples send (amount as a decimal string in EUR). */
@@ -145,6 +135,8 @@ export function quoteSection(ctx: EmitContext): string {
     `Ask for units of a product, either by a full-text \`query\` with a \`limit\` (1 to ${DRAW_BOUNDS.maxLimit}), or by 1 to ${DRAW_BOUNDS.maxUnits} unit references in \`units\`. Without payment the answer is **402 Payment Required** with a quote: the \`amount\` to pay and a \`quote_id\`. Nothing is charged and nothing is stored.`,
     '',
     fence('sh', `curl -i -X POST ${u.draw} \\\n  -H 'Content-Type: application/json' \\\n  -d ${shq(JSON.stringify(ex))}`),
+    '',
+    `What it returns at catalogue version \`${ctx.catalogue.version}\`: ${exampleClaim(p, DRAW_EXAMPLE_LIMIT).sentence} Each product's example query, and a free preview of what it sells, are listed under [Free previews and example queries](#free-previews-and-example-queries).`,
     '',
     'Or name the units: a reference is `<source>:<local id>`, as listed in a quote\'s `resolved_units` or a delivered unit\'s `ref`:',
     '',
@@ -304,7 +296,9 @@ export const SECTIONS_BEFORE_CHANNELS: DocSection[] = [
 export const SECTIONS_AFTER_CHANNELS: DocSection[] = [
   { title: 'Errors', render: errorsSection },
   { title: 'Products', render: productsSection },
+  ...PREVIEW_DOC_SECTIONS,
   { title: 'Licences and attribution', render: licencesSection },
+  ...SOURCE_DOC_SECTIONS,
   { title: 'About this document', render: aboutSection },
 ];
 
@@ -338,7 +332,7 @@ export function renderLlmsTxt(ctx: EmitContext): string {
     `${c.total} data products of cited EU legal material, one per sectoral data space, bought per draw from a prepaid balance. Catalogue version ${c.version} (${c.generated_at}). Catalogue content: ${c.licence.title}, ${c['dct:publisher']}.`,
     '',
     'How to buy (HTTP, JSON bodies):',
-    `1. Quote: POST ${u.draw} with {"product_id", "query", "limit"} or {"product_id", "units"}. Answer: 402 with the quote (quote_id, amount in ${c.currency}). Example body: ${JSON.stringify(ex)}`,
+    `1. Quote: POST ${u.draw} with {"product_id", "query", "limit"} or {"product_id", "units"}. Answer: 402 with the quote (quote_id, amount in ${c.currency}). Example body: ${JSON.stringify(ex)} (${exampleClaim(exampleProduct(ctx), DRAW_EXAMPLE_LIMIT).sentence.replace(/`/g, '')})`,
     llmsTopupStep(ctx),
     `3. Pay: repeat the draw with "quote_id" and Authorization: Bearer <balance_token>. Answer: 200 with the units, attribution and a receipt. A quote is paid exactly once.`,
     `4. Balance: GET ${u.balance} with Authorization: Bearer <balance_token>.`,
@@ -363,6 +357,7 @@ export function renderLlmsTxt(ctx: EmitContext): string {
     '',
     `- [Catalogue for people](${u.home}): the same products as HTML pages`,
     ...c.products.map((p) => `- [${p.title} page](${u.productPage(p.product_id)})`),
+    ...c.products.map((p) => `- [${p.title} free preview](${p.preview_url}): a few units' references, titles and citations (no text); example query ${JSON.stringify(p.example_query.query)} matches ${groupDigits(p.example_query.matches)} units`),
   ];
   return lines.join('\n') + '\n';
 }

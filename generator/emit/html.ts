@@ -5,7 +5,9 @@
 import type { CatalogueProduct } from '../catalog.ts';
 import { type Emitter, type EmitContext, HTML_TYPE } from './types.ts';
 import { groupDigits, licenceBrief } from './docs.ts';
+import { DRAW_EXAMPLE_LIMIT, exampleClaim } from './examples.ts';
 import { shq } from './markdown.ts';
+import { SOURCE_STATUS_TEXT } from './source-docs.ts';
 import { machineDocuments, productPagePath, siteUrls } from './site.ts';
 
 /** Escapes text for HTML element content and double- or single-quoted attribute values. */
@@ -120,6 +122,48 @@ ${rows.join('\n')}
 </table></div>`;
 }
 
+/** Every source: status, what the store holds of it, licence, attribution, what was checked. */
+function sourcesTable(ctx: EmitContext): string {
+  const rows = ctx.catalogue.sources.map((x) => `<tr id="source-${esc(x.source)}" data-source="${esc(x.source)}">
+<th scope="row"><code>${esc(x.source)}</code><br>${esc(x.title)}</th>
+<td>${esc(x.publisher)}</td>
+<td class="status">${esc(SOURCE_STATUS_TEXT[x.status] ?? x.status)}${x.reason && x.status !== 'held' ? `<br><span class="muted">${esc(x.reason.replace(/^not yet available: /, ''))}</span>` : ''}</td>
+<td>${esc(x.unit ?? '—')}</td>
+<td class="num units">${groupDigits(x.units)}</td>
+<td class="num rows">${groupDigits(x.rows)}</td>
+<td>${esc(x.licence ?? 'held')}</td>
+<td>${esc(x.attribution ?? '')}</td>
+<td class="checked">${esc(x.checked ?? (x.status === 'held' ? 'no licence review yet' : ''))}</td>
+<td>${x.products.map((id) => `<a href="${esc(productPagePath(id))}">${esc(id)}</a>`).join(', ')}</td>
+</tr>`);
+  return `<div class="scroll"><table id="source-table">
+<caption>What each source holds in the unit store (a unit sold in several products counts once), its licence and what was checked of it. Held sources have no ruling: nothing of them is read or served.</caption>
+<thead><tr><th scope="col">Source</th><th scope="col">Publisher</th><th scope="col">Status</th><th scope="col">Unit</th><th scope="col">Units</th><th scope="col">Rows</th><th scope="col">Licence</th><th scope="col">Attribution</th><th scope="col">What was checked</th><th scope="col">Products</th></tr></thead>
+<tbody>
+${rows.join('\n')}
+</tbody>
+</table></div>`;
+}
+
+/** A product's free preview: a few units' references, titles and citations; never text. */
+function previewTable(ctx: EmitContext, p: CatalogueProduct): string {
+  const units = ctx.previews[p.product_id] ?? [];
+  if (units.length === 0) return `<p id="preview-empty">No units to preview: ${esc(p._health.rollup_reason)}</p>`;
+  const rows = units.map((u) => `<tr>
+<th scope="row"><code>${esc(u.ref)}</code></th>
+<td>${esc(u.title)}</td>
+<td>${u.citation.url ? link(u.citation.url, u.citation.label) : esc(u.citation.label)}</td>
+<td>${esc(u.citation.publisher)}</td>
+</tr>`);
+  return `<div class="scroll"><table id="preview">
+<caption>A few units of each source, free: reference, title and citation (the text is what a draw sells).</caption>
+<thead><tr><th scope="col">Unit</th><th scope="col">Title</th><th scope="col">Citation</th><th scope="col">Publisher</th></tr></thead>
+<tbody>
+${rows.join('\n')}
+</tbody>
+</table></div>`;
+}
+
 function howToBuy(ctx: EmitContext): string {
   const c = ctx.catalogue;
   const u = siteUrls(ctx);
@@ -142,6 +186,10 @@ ${productsTable(ctx)}
 <h2 id="h-buy">How to buy</h2>
 ${howToBuy(ctx)}
 </section>
+<section aria-labelledby="h-sources">
+<h2 id="h-sources">Sources</h2>
+${sourcesTable(ctx)}
+</section>
 <section aria-labelledby="h-machine">
 <h2 id="h-machine">Machine-readable documents</h2>
 ${machineDocsList(ctx)}
@@ -159,7 +207,8 @@ export function renderProduct(ctx: EmitContext, p: CatalogueProduct): string {
   const u = siteUrls(ctx);
   const h = p._health;
   const pr = p.pricing;
-  const drawExample = JSON.stringify({ product_id: p.product_id, query: p.keywords[0] ?? p.slug, limit: 5 });
+  const claim = exampleClaim(p, DRAW_EXAMPLE_LIMIT);
+  const drawExample = JSON.stringify(claim.request);
 
   const sourceRows = h.sources.map((s) => `<tr>
 <th scope="row"><code>${esc(s.source)}</code></th>
@@ -180,6 +229,7 @@ export function renderProduct(ctx: EmitContext, p: CatalogueProduct): string {
 <td>${esc(b.attribution ?? '')}</td>
 <td>${esc(b.conditions ?? '')}</td>
 <td>${esc(b.basis ?? '')}</td>
+<td>${esc(b.checked ?? '')}</td>
 <td>${esc(b.ruled_at ?? '')}</td>
 <td>${b.terms_url ? link(b.terms_url, 'terms') : ''}</td>
 </tr>`;
@@ -252,7 +302,7 @@ ${unitRows.join('\n')}
 <p>Each delivered unit carries its source's licence; reproduce the attribution with the data.</p>
 <div class="scroll"><table id="licences">
 <caption>Licence ruling per source</caption>
-<thead><tr><th scope="col">Source</th><th scope="col">From</th><th scope="col">Licence</th><th scope="col">Attribution</th><th scope="col">Conditions</th><th scope="col">Basis</th><th scope="col">Ruled</th><th scope="col">Terms</th></tr></thead>
+<thead><tr><th scope="col">Source</th><th scope="col">From</th><th scope="col">Licence</th><th scope="col">Attribution</th><th scope="col">Conditions</th><th scope="col">Basis</th><th scope="col">What was checked</th><th scope="col">Ruled</th><th scope="col">Terms</th></tr></thead>
 <tbody>
 ${licenceRows.join('\n')}
 </tbody>
@@ -262,6 +312,12 @@ ${licenceRows.join('\n')}
 <h2 id="h-buy">Buy from this product</h2>
 <p>Ask for a quote (answers 402 with the price and a <code>quote_id</code>), then repeat with the <code>quote_id</code> and your balance token. See ${link(u.docs, 'the documentation')} for topping up a balance.</p>
 <pre><code>${esc(`curl -i -X POST ${u.draw} \\\n  -H 'Content-Type: application/json' \\\n  -d ${shq(drawExample)}`)}</code></pre>
+<p id="example-claim">${esc(claim.sentence.replace(/`/g, ''))}</p>
+</section>
+<section aria-labelledby="h-preview">
+<h2 id="h-preview">Free preview</h2>
+<p>What this product sells, before you pay: ${link(p.preview_url, 'the preview (JSON)')} lists the units below with the counts per source and what the example query matches.</p>
+${previewTable(ctx, p)}
 </section>
 <section aria-labelledby="h-machine">
 <h2 id="h-machine">Machine-readable</h2>

@@ -7,6 +7,7 @@ import { emitLinkset } from './linkset.ts';
 import { emitDocs } from './docs.ts';
 import { emitHtml } from './html.ts';
 import { emitOpenApi } from './openapi.ts';
+import { emitPreview } from './preview.ts';
 import type { Emitter } from './types.ts';
 
 export const EMITTERS: Emitter[] = [
@@ -17,4 +18,5 @@ export const EMITTERS: Emitter[] = [
   emitDocs,
   emitHtml,
   emitOpenApi,
+  emitPreview,
 ];

@@ -1,5 +1,5 @@
-// Text helpers the docs emitters share (docs.ts and agent-docs.ts import each other's sections, so
-// these live apart from both).
+// Text helpers the docs emitters share (docs.ts imports the sections of agent-docs.ts and
+// source-docs.ts, so these live apart from all of them).
 
 /** A shell single-quoted word. */
 export function shq(text: string): string {
@@ -8,3 +8,18 @@ export function shq(text: string): string {
 
 /** A fenced Markdown code block. */
 export const fence = (lang: string, body: string) => `\`\`\`${lang}\n${body}\n\`\`\``;
+
+/** Digits grouped by thousands (12345 -> 12,345), independent of the machine's locale. */
+export function groupDigits(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** A Markdown table cell: no line breaks, pipes escaped. */
+export function mdCell(text: string | number | null | undefined): string {
+  return String(text ?? '').replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
+}
+
+export function mdTable(head: string[], rows: (string | number | null)[][]): string {
+  const line = (cells: (string | number | null)[]) => `| ${cells.map(mdCell).join(' | ')} |`;
+  return [line(head), `|${head.map(() => '---').join('|')}|`, ...rows.map(line)].join('\n');
+}

@@ -4,6 +4,7 @@
 // (units 1..100, limit 1..100, query <= 500 characters, body <= 16 KiB) are the bounds enforced.
 import { type Emitter, JSON_TYPE, distPath, jsonBody } from './types.ts';
 import { CREDENTIAL_SHAPE, topupCodeSamples } from './topup-docs.ts';
+import { PREVIEW_OPENAPI_SCHEMAS, previewOpenApiPaths } from './preview.ts';
 // The generator does not import service code (the seam is dist/); the service's payments/problem.ts
 // uses the same base, and test/service-openapi.test.ts checks the two agree.
 export const PROBLEM_BASE = 'https://lds.example/problems/';
@@ -70,7 +71,7 @@ const schemas: Record<string, unknown> = {
       product_id: { $ref: '#/components/schemas/ProductId' },
       currency: { $ref: '#/components/schemas/Currency' },
       units: { type: 'array', minItems: 1, maxItems: DRAW_BOUNDS.maxUnits, items: { $ref: '#/components/schemas/UnitRef' }, description: `1 to ${DRAW_BOUNDS.maxUnits} unit references; duplicates count once. Give either \`units\` or \`query\`.` },
-      query: { type: 'string', minLength: 1, maxLength: DRAW_BOUNDS.maxQueryChars, description: 'Full-text query over the product\'s English text (BM25). It is resolved to a unit list when the quote is made.' },
+      query: { type: 'string', minLength: 1, maxLength: DRAW_BOUNDS.maxQueryChars, description: 'Full-text query (BM25, any word matches) over the product\'s units: English pivot paragraphs, provisions, and the descriptive columns of records. Case and accents are folded; a hyphenated term matches whole and by its parts (`COVID-19`, `covid 19` and `covid` find the same records). It is resolved to a unit list when the quote is made.' },
       limit: { type: 'integer', minimum: 1, maximum: DRAW_BOUNDS.maxLimit, default: 10, description: 'With `query`: how many units at most (default 10).' },
       quote_id: { type: 'string', minLength: 1, maxLength: 512, description: 'The `quote_id` of a 402 quote, when paying it.' },
     },
@@ -115,9 +116,13 @@ const schemas: Record<string, unknown> = {
   },
   Citation: {
     type: 'object',
-    required: ['label'],
+    required: ['label', 'publisher'],
     properties: {
       label: { type: 'string' },
+      publisher: { type: 'string', description: 'Who published the unit (its source\'s publisher).' },
+      part: { type: 'string', description: 'Which part of a document, e.g. `article 2 of 3`, `citations and recitals`.' },
+      uri: { type: 'string', description: 'The record\'s own identifier, e.g. an ESCO concept URI or an OpenAIRE id.' },
+      doi: { type: 'string' },
       celex: { type: 'string' },
       eli: { type: 'string' },
       akn: { type: 'string' },
@@ -139,6 +144,7 @@ const schemas: Record<string, unknown> = {
       ref: { $ref: '#/components/schemas/UnitRef' },
       source: { type: 'string' },
       kind: { enum: ['P', 'R', 'A'], description: 'P: a pivot paragraph with its language versions; R: a source row; A: an Akoma Ntoso provision with its versions.' },
+      title: { type: 'string', description: 'A short title (an act\'s title, a record\'s label), where the source has one.' },
       citation: { $ref: '#/components/schemas/Citation' },
       rows: { type: 'array', items: { type: 'object', required: ['lang', 'text'], properties: { lang: { type: 'string' }, kind: { type: 'string' }, text: { type: 'string' } } } },
       record: { type: 'object', additionalProperties: { type: 'string' } },
@@ -339,6 +345,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
           },
         },
       },
+      ...previewOpenApiPaths(etagHeaders, notModified, problemResponse('No such product (`not-found`)'), commonProblems),
       '/lds/draw': {
         post: {
           operationId: 'draw',
@@ -424,7 +431,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
       },
     },
     components: {
-      schemas,
+      schemas: { ...schemas, ...PREVIEW_OPENAPI_SCHEMAS },
       responses: {
         RateLimited: { ...problemResponse('`rate-limited`'), headers: { 'Retry-After': { schema: { type: 'integer' } } } },
         Internal: problemResponse('`internal`'),

@@ -1,6 +1,6 @@
 // What every emitter gets and gives. Emitters are pure: (context) -> files. build.ts writes them.
 import type { CatalogueDoc } from '../catalog.ts';
-import type { Addresses, CatalogSrc } from '../model.ts';
+import type { Addresses, CatalogSrc, PreviewUnit } from '../model.ts';
 
 export interface EmitContext {
   cat: CatalogSrc;
@@ -8,6 +8,8 @@ export interface EmitContext {
   catalogue: CatalogueDoc; // the finished v1/lds/_catalog document, version included
   version: string; // catalogue-<12 hex>: the strong ETag of every document
   builtAt: string; // ISO timestamp from SOURCE_DATE_EPOCH or the clock
+  /** Per product: the units of its free preview (never their text); empty without a store. */
+  previews: Record<string, PreviewUnit[]>;
 }
 
 export interface OutputFile {

@@ -2,7 +2,7 @@
 // eurovoc_concepts.all_levels (EuroVoc descriptor ids). Lines can be megabytes (they carry the
 // full act text in every language); only the routing fields are kept.
 import { type BadRecordHandler, IngestError } from './errors.ts';
-import { isObject, parseJsonLine, readLines } from './lines.ts';
+import { isObject, readJsonLines } from './lines.ts';
 
 export interface ActDescriptors {
   line: number;
@@ -11,14 +11,7 @@ export interface ActDescriptors {
 }
 
 export async function* readActs(file: string, displayName: string, onBad: BadRecordHandler): AsyncGenerator<ActDescriptors> {
-  for await (const { line, text } of readLines(file)) {
-    if (text.trim() === '') continue;
-    const parsed = parseJsonLine(text);
-    if (!parsed.ok) {
-      onBad(new IngestError(displayName, String(line), parsed.reason));
-      continue;
-    }
-    const v = parsed.value;
+  for await (const { line, value: v } of readJsonLines(file, displayName, onBad)) {
     const concepts = isObject(v) ? v.eurovoc_concepts : undefined;
     const all = isObject(concepts) ? concepts.all_levels : undefined;
     if (!isObject(v) || typeof v.celex_id !== 'string' || v.celex_id === '') {

@@ -2,7 +2,7 @@
 // per line, {celex_id, para_idx, pivot_lang, langs, text: {lang: paragraph}}, as cut from
 // MultiEURLEX. Streams the file; every record is checked before it is yielded.
 import { type BadRecordHandler, IngestError } from './errors.ts';
-import { isObject, parseJsonLine, readLines } from './lines.ts';
+import { isObject, readJsonLines } from './lines.ts';
 
 export interface AlignedParagraph {
   file: string;
@@ -16,7 +16,7 @@ export interface AlignedParagraph {
 
 // CELEX numbers: sector digit or letter, then year, type letters and number, optionally with
 // consolidation suffixes. Refs use "/" as separator, so a CELEX may not contain one.
-const CELEX = /^[0-9A-Z][0-9A-Z()._-]{4,40}$/;
+export const CELEX = /^[0-9A-Z][0-9A-Z()._-]{4,40}$/;
 const LANG = /^[a-z]{2,3}$/;
 
 export function checkAlignedParagraph(v: unknown): { ok: true; value: Omit<AlignedParagraph, 'file' | 'line'> } | { ok: false; reason: string } {
@@ -40,10 +40,8 @@ export function checkAlignedParagraph(v: unknown): { ok: true; value: Omit<Align
 }
 
 export async function* readAlignedParagraphs(file: string, displayName: string, onBad: BadRecordHandler): AsyncGenerator<AlignedParagraph> {
-  for await (const { line, text } of readLines(file)) {
-    if (text.trim() === '') continue; // a trailing blank line is not a record
-    const parsed = parseJsonLine(text);
-    const checked = parsed.ok ? checkAlignedParagraph(parsed.value) : parsed;
+  for await (const { line, value } of readJsonLines(file, displayName, onBad)) {
+    const checked = checkAlignedParagraph(value);
     if (!checked.ok) {
       onBad(new IngestError(displayName, String(line), checked.reason));
       continue;

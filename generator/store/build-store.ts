@@ -25,21 +25,20 @@ import {
   type StoreProductMeta,
   type UnitLicence,
 } from '../../contract/store-format.ts';
-import { readAkomaNtoso, type AknProvision } from '../ingest/akoma-ntoso.ts';
 import { readActs } from '../ingest/acts.ts';
-import { readAlignedParagraphs } from '../ingest/aligned-paragraphs.ts';
-import { readCsv } from '../ingest/csv.ts';
 import { BadRecordCounter, failOnBadRecord, IngestError, type BadRecordHandler } from '../ingest/errors.ts';
 import { readEuroVocDescriptors, type DescriptorPlacement } from '../ingest/eurovoc.ts';
-import { readJsonStat } from '../ingest/jsonstat.ts';
-import type { CatalogSrc, DataSpec, Source, StoreSummary } from '../model.ts';
+import type { CatalogSrc, Source, SourceCount, StoreSummary } from '../model.ts';
 import { BatchWriter, type Db } from './batch.ts';
 import { IndexWriter } from './index-writer.ts';
+import { ingestSpec } from './ingest-spec.ts';
+import { PreviewPicker } from './preview.ts';
 import { RefHashSet } from './ref-set.ts';
 import { fsyncTree, publishStore, pruneStores, removeStaleTemp, tmpName } from './publish.ts';
 import { formatReport, type SourceReport } from './report.ts';
 import { compileRule, routeAct, type RouteResult, type RoutingRule } from './routing.ts';
-import { aknAct, alignedRowUnit, paragraphUnit, provisionUnit, recordUnit, unitLicence, type BuiltUnit } from './units.ts';
+import { Staging } from './staging.ts';
+import { unitLicence, type BuiltUnit } from './units.ts';
 
 export interface BuildStoreOptions {
   storeRoot: string;
@@ -67,6 +66,32 @@ function planSources(cat: CatalogSrc): Plan[] {
     if (!src.data?.length) return { id, state: 'no-data', src, reason: src.no_data_reason ?? 'no data is configured for this source' };
     return { id, state: 'served', src };
   });
+}
+
+/**
+ * Why a routed source with units sells none in a product: no act it read matches the product's
+ * EuroVoc rule. Said per product, with the number of acts read, so a zero is never unexplained.
+ */
+function routingNotes(
+  cat: CatalogSrc,
+  reports: Map<string, SourceReport>,
+  actRoutes: Map<string, { routes: Map<string, RouteResult>; lines: number }>,
+  counts: Record<string, Record<string, { rows: number; units: number }>>,
+): Record<string, Record<string, string>> {
+  const out: Record<string, Record<string, string>> = {};
+  for (const rep of reports.values()) {
+    const src = cat.sources.get(rep.source)!;
+    if (!src.routed || rep.units === 0) continue;
+    const files = src.data!.map((d) => d.acts ?? d.path).filter((f) => actRoutes.has(f));
+    const acts = new Set(files.flatMap((f) => [...actRoutes.get(f)!.routes.keys()])).size;
+    for (const p of cat.products) {
+      if (counts[p.product_id][rep.source]?.units !== 0) continue;
+      const r = p.routing;
+      const rule = [r.domains.length ? `domains ${r.domains.join(', ')}` : '', r.microthesauri.length ? `microthesauri ${r.microthesauri.join(', ')}` : '', r.descriptors.length ? `descriptors ${r.descriptors.join(', ')}` : ''].filter(Boolean).join('; ');
+      (out[p.product_id] ??= {})[rep.source] = `none of the ${acts} acts ingested (${files.join(', ')}) carries a EuroVoc descriptor in this product's rule (${rule || 'empty'}); no units are invented to fill it`;
+    }
+  }
+  return out;
 }
 
 const openDb = async (dir: string, big: boolean): Promise<Db> => {
@@ -184,6 +209,8 @@ export async function buildUnitStore(
     const out = new BatchWriter(db);
     const side = new BatchWriter(scratch);
     const index = new IndexWriter(productIds, scratch, opts.runPostings);
+    for (const p of cat.products) index.watch(p.product_id, p.example_query);
+    const previews = new PreviewPicker();
     const hash = createHash('sha256');
     const refs = new RefHashSet();
     let nextDoc = 0;
@@ -224,6 +251,7 @@ export async function buildUnitStore(
         c.units++;
         c.rows += b.unit.rows.length;
       }
+      previews.offer(products, b);
       if (nextDoc % 100_000 === 0) progress(`ingest: ${nextDoc} units`);
     };
 
@@ -239,9 +267,9 @@ export async function buildUnitStore(
     }
 
     const actRoutes = new Map<string, { routes: Map<string, RouteResult>; lines: number }>();
-    const routesFor = async (acts: string) => {
+    const routesFor = async (acts: string): Promise<Map<string, RouteResult>> => {
       let r = actRoutes.get(acts);
-      if (r) return r;
+      if (r) return r.routes;
       progress(`routing: reading ${acts}`);
       r = { routes: new Map(), lines: 0 };
       for await (const a of readActs(join(cat.root, acts), acts, onBad)) {
@@ -253,7 +281,16 @@ export async function buildUnitStore(
         r.lines++;
       }
       actRoutes.set(acts, r);
-      return r;
+      return r.routes;
+    };
+    /** An act that carries its descriptors with its text (EURLEX57K): routed as it is read. */
+    const routeInline = (file: string, celex: string, descriptors: string[]): RouteResult => {
+      let r = actRoutes.get(file);
+      if (!r) actRoutes.set(file, (r = { routes: new Map(), lines: 0 }));
+      const route = routeAct(descriptors, rules, table);
+      r.routes.set(celex, route);
+      r.lines++;
+      return route;
     };
 
     for (const item of plan) {
@@ -264,95 +301,20 @@ export async function buildUnitStore(
       licences[src.id] = unitLicence(src);
       const listed = listing.get(src.id) ?? [];
       for (const spec of src.data!) {
-        const path = join(cat.root, spec.path);
         progress(`ingest: ${src.id} from ${spec.path} (${spec.adapter})`);
-        await ingestSpec(src, spec, path, listed, rep);
-      }
-    }
-
-    async function ingestSpec(src: Source, spec: DataSpec, path: string, listed: string[], rep: SourceReport) {
-      const routed = src.routed === true;
-      let routes: Map<string, RouteResult> | null = null;
-      if (routed) {
-        if (!spec.acts) throw new Error(`sources/${src.id}.json: a routed source needs an "acts" file for ${spec.path}`);
-        routes = (await routesFor(spec.acts)).routes;
-        rep.actsFile = spec.acts;
-      }
-      const productsOfAct = (celex: string): string[] => {
-        if (!routes) return listed;
-        const r = routes.get(celex);
-        if (!r) {
-          rep.noAct++;
-          rep.noActSample ??= celex;
-          return [];
-        }
-        const products = r.products.filter((p) => listed.includes(p));
-        let a = rep.acts.get(celex);
-        if (!a) rep.acts.set(celex, (a = { products, units: 0 }));
-        a.units++;
-        return products;
-      };
-      switch (spec.adapter) {
-        case 'aligned-paragraphs':
-        case 'aligned-rows': {
-          if (src.unit !== (spec.adapter === 'aligned-paragraphs' ? 'P' : 'R'))
-            throw new Error(`sources/${src.id}.json: adapter ${spec.adapter} does not make ${src.unit} units`);
-          const make = spec.adapter === 'aligned-paragraphs' ? paragraphUnit : alignedRowUnit;
-          for await (const p of readAlignedParagraphs(path, spec.path, onBad)) await emit(rep, make(src, p), productsOfAct(p.celex), p.file, String(p.line));
-          return;
-        }
-        case 'csv': {
-          if (!spec.key?.length) throw new Error(`sources/${src.id}.json: csv data ${spec.path} needs "key" columns for stable unit references`);
-          for await (const r of readCsv(path, spec.path, onBad)) {
-            const missing = [...spec.key, ...(spec.text ?? [])].filter((c) => r.record[c] === undefined);
-            const empty = spec.key.filter((c) => r.record[c] === '');
-            if (missing.length || empty.length) {
-              onBad(new IngestError(r.file, String(r.line), missing.length ? `missing column(s) ${missing.join(', ')}` : `empty key column(s) ${empty.join(', ')}`));
-              continue;
-            }
-            await emit(rep, recordUnit(src, spec, spec.key.map((c) => r.record[c]), r.record), listed, r.file, String(r.line));
-          }
-          return;
-        }
-        case 'jsonstat': {
-          for await (const r of readJsonStat(path, spec.path, onBad)) await emit(rep, recordUnit(src, spec, [r.dataset, ...r.key], r.record), listed, r.file, r.where);
-          return;
-        }
-        case 'akoma-ntoso': {
-          // Versions of one provision (kinds, languages) may sit in different files: stage them
-          // in the scratch database keyed by (act, eId, kind, lang), then build one unit each.
-          const prefix = `a!${src.id}!`;
-          const staged = new Set<string>();
-          for await (const p of readAkomaNtoso(path, cat.root, onBad)) {
-            const key = `${prefix}${aknAct(p)}\u0001${p.eid}\u0001${p.kind}\u0001${p.lang}`;
-            if (staged.has(key)) {
-              onBad(new IngestError(p.file, p.path, `provision ${p.eid} (${p.kind}, ${p.lang}) of ${aknAct(p)} occurs in more than one file`));
-              continue;
-            }
-            staged.add(key);
-            await side.put(key, Buffer.from(JSON.stringify(p)));
-          }
-          await side.flush();
-          let group: AknProvision[] = [];
-          let groupKey = '';
-          const flushGroup = async () => {
-            if (group.length) await emit(rep, provisionUnit(src, group), listed, group[0].file, group[0].path);
-            group = [];
-          };
-          for await (const [key, value] of scratch!.iterator({ gte: prefix, lt: `a!${src.id}"` })) {
-            const [act, eid] = key.slice(prefix.length).split('\u0001');
-            const k = `${act}\u0001${eid}`;
-            if (k !== groupKey) {
-              await flushGroup();
-              groupKey = k;
-            }
-            group.push(JSON.parse(Buffer.from(value).toString('utf8')) as AknProvision);
-          }
-          await flushGroup();
-          return;
-        }
-        case 'eurovoc':
-          return; // routing tables, read above; never units
+        await ingestSpec({
+          cat,
+          src,
+          spec,
+          path: join(cat.root, spec.path),
+          listed,
+          rep,
+          onBad,
+          emit: (b, products, file, where) => emit(rep, b, products, file, where),
+          routesFor,
+          routeAct: routeInline,
+          staging: <T>(name: string) => new Staging<T>(scratch!, side, `s!${name}!`),
+        });
       }
     }
 
@@ -401,7 +363,18 @@ export async function buildUnitStore(
       if (item.state === 'no-data' || item.state === 'tables') notes[item.id] = item.reason;
       if (item.state === 'served' && (reports.get(item.id)?.units ?? 0) === 0) notes[item.id] = 'its data produced no units (see the build report)';
     }
-    const summary: StoreSummary = { store_version: storeVersion, computed_at: opts.builtAt, products: counts, notes };
+    const sources: Record<string, SourceCount> = {};
+    for (const rep of reports.values()) sources[rep.source] = { units: rep.units, rows: rep.rows };
+    const summary: StoreSummary = {
+      store_version: storeVersion,
+      computed_at: opts.builtAt,
+      products: counts,
+      notes,
+      product_notes: routingNotes(cat, reports, actRoutes, counts),
+      sources,
+      examples: index.examples(),
+      previews: previews.result(new Map(cat.products.map((p) => [p.product_id, p.sources.map((s) => s.source)]))),
+    };
     const report = formatReport({ storeVersion, plan, reports, counts, actRoutes, tablesFrom, bad, skip: opts.skipBadRecords, units: nextDoc, index: idx });
     return { ...summary, report };
   } catch (err) {

@@ -49,6 +49,9 @@ export class IndexWriter {
   private buffered = 0;
   private runs = 0;
   private docLen = new Uint32Array(1 << 16);
+  private docs = 0; // highest docid + 1
+  /** Per product index: the words of its example query, and (during finish) the units they occur in. */
+  private readonly watched = new Map<number, { query: string; terms: Set<string>; hits: Uint8Array | null; matches: number }>();
 
   constructor(
     productIds: string[],
@@ -85,6 +88,7 @@ export class IndexWriter {
       this.docLen = next;
     }
     this.docLen[docid] = tokens.length;
+    this.docs = Math.max(this.docs, docid + 1);
     for (const pid of products) {
       const p = this.productIndex.get(pid)!;
       this.stats[p].docs++;
@@ -117,6 +121,20 @@ export class IndexWriter {
     await w.flush();
     this.buffer = this.productIds.map(() => []);
     this.buffered = 0;
+  }
+
+  /**
+   * Counts, for a product, the units that contain at least one word of `query`: exactly the units
+   * a search for it can return, so the documentation can say what its examples give.
+   */
+  watch(productId: string, query: string): void {
+    const p = this.productIndex.get(productId);
+    if (p !== undefined) this.watched.set(p, { query, terms: new Set(tokenize(query)), hits: null, matches: 0 });
+  }
+
+  /** After finish(): per watched product, its query and how many units match it. */
+  examples(): Record<string, { query: string; matches: number }> {
+    return Object.fromEntries([...this.watched].map(([p, w]) => [this.productIds[p], { query: w.query, matches: w.matches }]));
   }
 
   productStats(): Record<string, ProductIndexStats> {
@@ -152,10 +170,24 @@ export class IndexWriter {
       pieces.push(new Uint32Array(copy.buffer));
     }
     await flushTerm();
+    for (const w of this.watched.values()) w.hits = null;
     return { terms, postings };
   }
 
+  private countMatches(p: number, termId: number, pieces: Uint32Array[]): void {
+    const w = this.watched.get(p);
+    if (!w || !w.terms.has(this.terms[termId])) return;
+    w.hits ??= new Uint8Array(this.docs);
+    for (const piece of pieces) {
+      for (let i = 0; i < piece.length; i += 2) {
+        if (w.hits[piece[i]] === 0) w.matches++;
+        w.hits[piece[i]] = 1;
+      }
+    }
+  }
+
   private async writeTerm(out: BatchWriter, p: number, termId: number, pieces: Uint32Array[], n: number): Promise<void> {
+    this.countMatches(p, termId, pieces);
     const pid = this.productIds[p];
     const { docs, total_len } = this.stats[p];
     const avgdl = total_len / docs;

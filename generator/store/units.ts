@@ -5,6 +5,8 @@
 import type { Citation, Unit, UnitLicence, UnitRow } from '../../contract/store-format.ts';
 import type { AknProvision } from '../ingest/akoma-ntoso.ts';
 import type { AlignedParagraph } from '../ingest/aligned-paragraphs.ts';
+import type { ActBlock, Eurlex57kAct } from '../ingest/eurlex57k.ts';
+import type { SourceRecord } from '../ingest/records.ts';
 import type { DataSpec, Source } from '../model.ts';
 
 export type StoredUnitBody = Omit<Unit, 'licence'>;
@@ -13,6 +15,8 @@ export type StoredUnitBody = Omit<Unit, 'licence'>;
 export interface BuiltUnit {
   unit: StoredUnitBody;
   searchText: string;
+  /** The document it belongs to (an act, a station): previews show one unit per group. */
+  group?: string;
 }
 
 export function unitLicence(src: Source): UnitLicence {
@@ -22,8 +26,8 @@ export function unitLicence(src: Source): UnitLicence {
 
 export const eurlexUrl = (celex: string) => `https://eur-lex.europa.eu/legal-content/EN/TXT/?uri=CELEX:${encodeURIComponent(celex)}`;
 
-function paragraphCitation(p: AlignedParagraph): Citation {
-  return { label: `CELEX ${p.celex}, paragraph ${p.para}`, celex: p.celex, para: p.para, url: eurlexUrl(p.celex) };
+function paragraphCitation(src: Source, p: AlignedParagraph): Citation {
+  return { label: `CELEX ${p.celex}, paragraph ${p.para}`, publisher: src.publisher, celex: p.celex, para: p.para, url: eurlexUrl(p.celex) };
 }
 
 /** P unit: one pivot paragraph, one row per language version. */
@@ -31,8 +35,28 @@ export function paragraphUnit(src: Source, p: AlignedParagraph): BuiltUnit {
   const rows: UnitRow[] = p.versions.map(([lang, text]) => ({ lang, kind: 'paragraph', text }));
   const pivot = p.versions.find(([l]) => l === p.pivot)![1];
   return {
-    unit: { ref: `${src.id}:${p.celex}/${p.para}`, source: src.id, kind: 'P', citation: paragraphCitation(p), rows },
+    unit: { ref: `${src.id}:${p.celex}/${p.para}`, source: src.id, kind: 'P', citation: paragraphCitation(src, p), rows },
     searchText: pivot,
+    group: p.celex,
+  };
+}
+
+/**
+ * P unit from a block of a EURLEX57K act (English only, so one row). The block number takes the
+ * place of the paragraph number in the reference; the citation says which part of the act it is.
+ */
+export function actBlockUnit(src: Source, act: Eurlex57kAct, b: ActBlock): BuiltUnit {
+  return {
+    unit: {
+      ref: `${src.id}:${act.celex}/${b.index}`,
+      source: src.id,
+      kind: 'P',
+      title: act.title,
+      citation: { label: `CELEX ${act.celex}, ${b.part}`, publisher: src.publisher, part: b.part, celex: act.celex, para: b.index, url: eurlexUrl(act.celex) },
+      rows: [{ lang: 'en', kind: 'paragraph', text: b.text }],
+    },
+    searchText: b.text,
+    group: act.celex,
   };
 }
 
@@ -46,32 +70,46 @@ export function alignedRowUnit(src: Source, p: AlignedParagraph): BuiltUnit {
       ref: `${src.id}:${p.celex}/${p.para}`,
       source: src.id,
       kind: 'R',
-      citation: { ...paragraphCitation(p), record: `${p.celex}/${p.para}` },
+      citation: { ...paragraphCitation(src, p), record: `${p.celex}/${p.para}` },
       rows: [{ lang: p.pivot, kind: 'aligned-row', text: pivot }],
       record,
     },
     searchText: pivot,
+    group: p.celex,
   };
 }
 
-/** A key part may contain anything; escaping keeps "/" as the separator of a record reference. */
-const keyPart = (v: string) => encodeURIComponent(v).replace(/%20/g, '+');
+/**
+ * A key part may contain anything; escaping keeps "/" as the separator of a record reference.
+ * ":" stays readable (OpenAIRE ids are prefix::hash).
+ */
+const keyPart = (v: string) => encodeURIComponent(v).replace(/%20/g, '+').replace(/%3A/g, ':');
 
-/** R unit from a record (CSV row or JSON-stat cell): one unit, one row. */
-export function recordUnit(src: Source, spec: DataSpec, key: string[], record: Record<string, string>): BuiltUnit {
-  const id = key.map(keyPart).join('/');
-  const textCols = spec.text ?? Object.keys(record);
-  const text = textCols.map((c) => record[c] ?? '').join(' ');
+/** A record of a generic CSV or JSON-stat source, with the title, citation and text its data entry names. */
+export function genericRecord(src: Source, spec: DataSpec, key: string[], record: Record<string, string>, file: string, where: string): SourceRecord {
+  const text = (spec.text ?? Object.keys(record)).map((c) => record[c] ?? '').join(' ');
   return {
-    unit: {
-      ref: `${src.id}:${id}`,
-      source: src.id,
-      kind: 'R',
-      citation: { label: `${src.title}, record ${key.join(' / ')}`, record: id },
-      rows: [{ lang: 'und', kind: 'record', text }],
-      record,
-    },
-    searchText: text,
+    file,
+    where,
+    key,
+    title: spec.title ? spec.title.map((c) => record[c] ?? '').filter(Boolean).join(' · ') : key.join(' / '),
+    label: `${src.title}, record ${key.join(' / ')}`,
+    fields: record,
+    text,
+  };
+}
+
+/** R unit from a source record: one unit, one row (its descriptive text), the record's fields. */
+export function recordUnit(src: Source, r: SourceRecord): BuiltUnit {
+  const id = r.key.map(keyPart).join('/');
+  const citation: Citation = { label: r.label, publisher: src.publisher, record: id };
+  if (r.uri) citation.uri = r.uri;
+  if (r.doi) citation.doi = r.doi;
+  if (r.url) citation.url = r.url;
+  return {
+    unit: { ref: `${src.id}:${id}`, source: src.id, kind: 'R', title: r.title, citation, rows: [{ lang: 'und', kind: 'record', text: r.text }], record: r.fields },
+    searchText: r.text,
+    ...(r.group !== undefined ? { group: r.group } : {}),
   };
 }
 
@@ -95,12 +133,13 @@ export function provisionUnit(src: Source, versions: AknProvision[]): BuiltUnit 
   const rows: UnitRow[] = versions.map((v) => ({ lang: ISO639_2[v.lang] ?? v.lang, kind: v.kind, text: v.text }));
   const finnish = act.startsWith('/akn/fi/');
   const label = [finnish && first.docNumber ? `Finlex ${first.docNumber}` : act, first.num ?? first.eid, first.heading].filter(Boolean).join(', ');
-  const citation: Citation = { label, akn: act, eid: first.eid };
+  const citation: Citation = { label, publisher: src.publisher, akn: act, eid: first.eid };
   if (first.eli) citation.eli = first.eli;
   if (finnish) citation.url = finlexUrl(first.expression);
   return {
-    unit: { ref: `${src.id}:${act}#${first.eid}`, source: src.id, kind: 'A', citation, rows },
+    unit: { ref: `${src.id}:${act}#${first.eid}`, source: src.id, kind: 'A', ...(first.heading ? { title: first.heading } : {}), citation, rows },
     // Finlex has no English pivot; the provision's own text (of the original statute) is indexed
     searchText: first.text,
+    group: act,
   };
 }

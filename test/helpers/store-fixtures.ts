@@ -16,6 +16,9 @@ export async function catalog(root = CATALOG_SRC): Promise<CatalogSrc> {
   return loadCatalogSrc(root);
 }
 
+export const EURLEX57K_FILES = ['data/eurlex57k/eurlex57k_dom32_36.jsonl', 'data/eurlex57k/eurlex57k_dom28.jsonl'];
+const ESCO_SKILL_FILES = ['data/esco/transversalSkillsCollection_en.csv', 'data/esco/ictSkillsCollection_en.csv'];
+
 const jsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
 
 export interface Expected {
@@ -33,12 +36,21 @@ export function expectedCounts(cat: CatalogSrc): Expected {
     descriptors.set(r.descriptor_id, { mts: r.mt_eurovoc_ids.split(';').filter(Boolean), domains: r.domain_codes.split(';').filter(Boolean) });
 
   const actProducts = new Map<string, string[]>();
-  for (const act of jsonl(join(root, 'data/eurlex/multi_eurlex_sample.jsonl'))) {
-    const ds: string[] = act.eurovoc_concepts.all_levels;
+  const route = (celex: string, ds: string[]) => {
     const hits = cat.products.filter(({ routing: r }) =>
       ds.some((d) => r.descriptors.includes(d) || (descriptors.get(d)?.mts ?? []).some((m) => r.microthesauri.includes(m)) || (descriptors.get(d)?.domains ?? []).some((x) => r.domains.includes(x))),
     );
-    actProducts.set(act.celex_id, hits.map((p) => p.product_id).sort());
+    actProducts.set(celex, hits.map((p) => p.product_id).sort());
+  };
+  for (const act of jsonl(join(root, 'data/eurlex/multi_eurlex_sample.jsonl'))) route(act.celex_id, act.eurovoc_concepts.all_levels);
+  // EURLEX57K acts: one unit per non-empty block (heading, recitals, each article, closing part)
+  const blocks = new Map<string, number>();
+  for (const f of EURLEX57K_FILES) {
+    for (const act of jsonl(join(root, f))) {
+      route(act.celex_id, act.eurovoc_concepts);
+      const texts: string[] = [act.header, act.recitals ?? '', ...act.main_body, act.attachments ?? ''];
+      blocks.set(act.celex_id, texts.filter((t) => t.trim() !== '').length);
+    }
   }
 
   const paragraphs = jsonl(join(root, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl'));
@@ -57,6 +69,14 @@ export function expectedCounts(cat: CatalogSrc): Expected {
   };
   walk(join(root, 'data/akn/finlex/act'));
   const ecdcRecords = (parseCsv(readFileSync(join(root, 'data/ecdc/covid19_weekly_cases_deaths_2023w27-w46.csv')), { columns: true }) as unknown[]).length;
+  const csvRows = (f: string, delimiter = ',') => parseCsv(readFileSync(join(root, f)), { columns: true, bom: true, delimiter }) as Record<string, string>[];
+  // ESCO: one unit per concept; a skill listed in several collections counts once
+  const escoUnits = csvRows('data/esco/occupations_en_sample.csv').length + new Set(ESCO_SKILL_FILES.flatMap((f) => csvRows(f).map((r) => r.conceptUri))).size;
+  // OpenAIRE: the JSON lines, and one result per raw OAF XML record beside them
+  const oaf = readdirSync(join(root, 'data/openaire')).filter((f) => f.endsWith('.xml'));
+  const openaireUnits = jsonl(join(root, 'data/openaire/h2020_results_sample.jsonl')).length + oaf.reduce((n, f) => n + (readFileSync(join(root, 'data/openaire', f), 'utf8').split('<oaf:result>').length - 1), 0);
+  const eeaUnits = csvRows('data/eea_airbase/DENW053.csv').length + csvRows('data/eea_airbase/DENW212.csv').length;
+  const clcUnits = csvRows('data/copernicus_clc/clc_legend.csv', ';').length;
 
   const counts: Expected['counts'] = {};
   for (const p of cat.products) {
@@ -72,6 +92,12 @@ export function expectedCounts(cat: CatalogSrc): Expected {
         if (source === 'eu.aligned_paragraphs') rows = units = paragraphs.filter((x) => routedHere(x.celex_id)).length;
         if (source === 'fi.finlex') rows = units = provisions;
         if (source === 'global.ecdc') rows = units = ecdcRecords;
+        if (source === 'eu.eurlex') for (const [celex, n] of blocks) if (routedHere(celex)) { units += n; rows += n; }
+        if (source === 'global.esco') rows = units = escoUnits;
+        if (source === 'global.openaire') rows = units = openaireUnits;
+        if (source === 'global.eea') rows = units = eeaUnits;
+        if (source === 'global.copernicus') rows = units = clcUnits;
+        // eu.efsa: ruled, but its sample is not attached (licence not confirmed): zero
       }
       counts[p.product_id][source] = { units, rows };
     }
@@ -99,4 +125,15 @@ export async function scanStore(storeDir: string): Promise<{ units: { ref: strin
     await db.close();
   }
   return { units, products, keys };
+}
+
+/**
+ * The OpenAIRE abstracts of the fixtures (JSON lines `descriptions`, OAF XML `<description>`), as
+ * plain text: what must never be stored or delivered.
+ */
+export function openAireAbstracts(root = CATALOG_SRC): string[] {
+  const dir = join(root, 'data/openaire');
+  const fromJson = jsonl(join(dir, 'h2020_results_sample.jsonl')).flatMap((x) => x.descriptions as string[]);
+  const fromXml = readdirSync(dir).filter((f) => f.endsWith('.xml')).flatMap((f) => [...readFileSync(join(dir, f), 'utf8').matchAll(/<description>([\s\S]*?)<\/description>/g)].map((m) => m[1]));
+  return [...fromJson, ...fromXml].map((d) => d.replace(/<[^>]+>|&lt;[^&]*&gt;/g, ' ').replace(/\s+/g, ' ').trim()).filter((d) => d.length > 60);
 }

@@ -1,0 +1,180 @@
+// One `data` entry of a served source through its adapter, into units: which adapter reads it,
+// which unit kind it makes, and which products each unit goes to (every product listing the
+// source, or, for a `routed` source, those whose EuroVoc rule the unit's act matches). The store
+// build (build-store.ts) owns writing, counting and the report; this module owns the dispatch.
+import { join } from 'node:path';
+import { readAkomaNtoso, type AknProvision } from '../ingest/akoma-ntoso.ts';
+import { readAlignedParagraphs } from '../ingest/aligned-paragraphs.ts';
+import { readCorineLegend } from '../ingest/corine-legend.ts';
+import { readCsv } from '../ingest/csv.ts';
+import { readAirbaseStatistics, readStations, type Station } from '../ingest/eea-airbase.ts';
+import { type BadRecordHandler, IngestError } from '../ingest/errors.ts';
+import { escoFiles, escoRecord, mergeSkillRows, readEscoFile, type EscoRow } from '../ingest/esco.ts';
+import { readEurlex57k } from '../ingest/eurlex57k.ts';
+import { readJsonStat } from '../ingest/jsonstat.ts';
+import { readOpenAireResults } from '../ingest/openaire.ts';
+import { readOafResults } from '../ingest/openaire-oaf.ts';
+import { readOpenFoodTox } from '../ingest/openfoodtox.ts';
+import type { SourceRecord } from '../ingest/records.ts';
+import type { AdapterName, CatalogSrc, DataSpec, Source, UnitKind } from '../model.ts';
+import type { SourceReport } from './report.ts';
+import type { RouteResult } from './routing.ts';
+import type { Staging } from './staging.ts';
+import { actBlockUnit, aknAct, alignedRowUnit, genericRecord, paragraphUnit, provisionUnit, recordUnit, type BuiltUnit } from './units.ts';
+
+export interface IngestContext {
+  cat: CatalogSrc;
+  src: Source;
+  spec: DataSpec;
+  path: string; // absolute
+  listed: string[]; // products that name the source
+  rep: SourceReport;
+  onBad: BadRecordHandler;
+  emit: (b: BuiltUnit, products: string[], file: string, where: string) => Promise<void>;
+  /** The routes of every act in an acts file (read once per file). */
+  routesFor: (acts: string) => Promise<Map<string, RouteResult>>;
+  /** Routes an act read with its units (EURLEX57K), and records it for the report under `file`. */
+  routeAct: (file: string, celex: string, descriptors: string[]) => RouteResult;
+  staging: <T>(name: string) => Staging<T>;
+}
+
+/** The unit kind each adapter makes (null: tables, never units). */
+const MAKES: Record<AdapterName, UnitKind | null> = {
+  'aligned-paragraphs': 'P',
+  'aligned-rows': 'R',
+  eurlex57k: 'P',
+  'akoma-ntoso': 'A',
+  csv: 'R',
+  jsonstat: 'R',
+  esco: 'R',
+  'openaire-results': 'R',
+  'openaire-oaf': 'R',
+  'eea-airbase': 'R',
+  openfoodtox: 'R',
+  'corine-legend': 'R',
+  eurovoc: null,
+};
+
+export async function ingestSpec(x: IngestContext): Promise<void> {
+  const { src, spec, path, rep, onBad } = x;
+  const where = `sources/${src.id}.json`;
+  const makes = MAKES[spec.adapter];
+  if (makes === null) return; // routing tables (eurovoc), read before any unit
+  if (makes !== src.unit) throw new Error(`${where}: adapter ${spec.adapter} makes ${makes} units, the source sells ${src.unit}`);
+  const routed = src.routed === true;
+  if (routed && spec.adapter !== 'aligned-paragraphs' && spec.adapter !== 'aligned-rows' && spec.adapter !== 'eurlex57k')
+    throw new Error(`${where}: adapter ${spec.adapter} reads no EuroVoc descriptors, so its data cannot be routed`);
+
+  /** Products of an act's units: its route within the products naming the source (tracked for the report). */
+  const productsOf = (celex: string, route: RouteResult | undefined): string[] => {
+    if (!routed) return x.listed;
+    if (!route) {
+      rep.noAct++;
+      rep.noActSample ??= celex;
+      return [];
+    }
+    const products = route.products.filter((p) => x.listed.includes(p));
+    let a = rep.acts.get(celex);
+    if (!a) rep.acts.set(celex, (a = { products, units: 0 }));
+    a.units++;
+    return products;
+  };
+  const records = async (gen: AsyncIterable<SourceRecord>) => {
+    for await (const r of gen) await x.emit(recordUnit(src, r), x.listed, r.file, r.where);
+  };
+
+  switch (spec.adapter) {
+    case 'aligned-paragraphs':
+    case 'aligned-rows': {
+      let routes: Map<string, RouteResult> | null = null;
+      if (routed) {
+        if (!spec.acts) throw new Error(`${where}: a routed source needs an "acts" file for ${spec.path}`);
+        routes = await x.routesFor(spec.acts);
+        rep.actsFile = spec.acts;
+      }
+      const make = spec.adapter === 'aligned-paragraphs' ? paragraphUnit : alignedRowUnit;
+      for await (const p of readAlignedParagraphs(path, spec.path, onBad)) await x.emit(make(src, p), productsOf(p.celex, routes?.get(p.celex)), p.file, String(p.line));
+      return;
+    }
+    case 'eurlex57k': {
+      // The acts carry their own descriptors: each is routed as it is read.
+      if (routed) rep.actsFile = spec.path;
+      for await (const act of readEurlex57k(path, spec.path, onBad)) {
+        if (routed && rep.acts.has(act.celex)) {
+          onBad(new IngestError(act.file, String(act.line), `act ${act.celex} is already ingested for ${src.id} from another line or file`));
+          continue;
+        }
+        const route = x.routeAct(spec.path, act.celex, act.descriptors);
+        for (const b of act.blocks) await x.emit(actBlockUnit(src, act, b), productsOf(act.celex, route), act.file, String(act.line));
+      }
+      return;
+    }
+    case 'csv': {
+      if (!spec.key?.length) throw new Error(`${where}: csv data ${spec.path} needs "key" columns for stable unit references`);
+      const columns = [...new Set([...spec.key, ...(spec.text ?? []), ...(spec.title ?? [])])];
+      for await (const r of readCsv(path, spec.path, onBad, { columns, delimiter: spec.delimiter })) {
+        const empty = spec.key.filter((c) => r.record[c] === '');
+        if (empty.length) {
+          onBad(new IngestError(r.file, String(r.line), `empty key column(s) ${empty.join(', ')}`));
+          continue;
+        }
+        await x.emit(recordUnit(src, genericRecord(src, spec, spec.key.map((c) => r.record[c]), r.record, r.file, String(r.line))), x.listed, r.file, String(r.line));
+      }
+      return;
+    }
+    case 'jsonstat': {
+      for await (const r of readJsonStat(path, spec.path, onBad)) await x.emit(recordUnit(src, genericRecord(src, spec, [r.dataset, ...r.key], r.record, r.file, r.where)), x.listed, r.file, r.where);
+      return;
+    }
+    case 'openaire-results':
+      return records(readOpenAireResults(path, spec.path, onBad));
+    case 'openaire-oaf':
+      return records(readOafResults(path, x.cat.root, onBad));
+    case 'corine-legend':
+      return records(readCorineLegend(path, spec.path, onBad, spec.delimiter));
+    case 'openfoodtox':
+      return records(readOpenFoodTox(path, spec.path, onBad));
+    case 'eea-airbase': {
+      if (!spec.stations) throw new Error(`${where}: eea-airbase data ${spec.path} needs its "stations" file`);
+      const stations: Map<string, Station> = await readStations(join(x.cat.root, spec.stations), spec.stations, onBad, spec.delimiter);
+      return records(readAirbaseStatistics(path, spec.path, stations, spec.stations, onBad, spec.delimiter));
+    }
+    case 'esco': {
+      // Occupations become units as they are read; a skill's rows (one per file it is listed in)
+      // are staged and merged first.
+      const stage = x.staging<EscoRow>(`esco!${src.id}`);
+      for (const f of await escoFiles(path)) {
+        for await (const row of readEscoFile(f, `${spec.path}/${f.name}`, onBad)) {
+          if (row.kind === 'occupation') await x.emit(recordUnit(src, escoRecord(row)), x.listed, row.file, String(row.line));
+          else await stage.put(`${row.id}\u0001${row.file}\u0001${String(row.line).padStart(10, '0')}`, row);
+        }
+      }
+      for await (const rows of stage.groups((k) => k.split('\u0001')[0])) {
+        const merged = mergeSkillRows(rows);
+        if (!merged.ok) {
+          onBad(new IngestError(rows[rows.length - 1].file, String(rows[rows.length - 1].line), merged.reason));
+          continue;
+        }
+        await x.emit(recordUnit(src, escoRecord(merged.row, merged.collections)), x.listed, merged.row.file, String(merged.row.line));
+      }
+      return;
+    }
+    case 'akoma-ntoso': {
+      // Versions of one provision (kinds, languages) may sit in different files: stage them keyed
+      // by (act, eId, kind, lang), then build one unit per (act, eId).
+      const stage = x.staging<AknProvision>(`akn!${src.id}`);
+      const staged = new Set<string>();
+      for await (const p of readAkomaNtoso(path, x.cat.root, onBad)) {
+        const key = `${aknAct(p)}\u0001${p.eid}\u0001${p.kind}\u0001${p.lang}`;
+        if (staged.has(key)) {
+          onBad(new IngestError(p.file, p.path, `provision ${p.eid} (${p.kind}, ${p.lang}) of ${aknAct(p)} occurs in more than one file`));
+          continue;
+        }
+        staged.add(key);
+        await stage.put(key, p);
+      }
+      for await (const group of stage.groups((k) => k.split('\u0001').slice(0, 2).join('\u0001'))) await x.emit(provisionUnit(src, group), x.listed, group[0].file, group[0].path);
+      return;
+    }
+  }
+}

@@ -1,0 +1,150 @@
+// Issue 13 as a buyer reads it, from one real build (dist/ + unit store): which products sell what,
+// the per-source table (catalogue, docs, pages) with rows, units, licence, attribution and what was
+// checked, IATE marked "not yet available" the same way everywhere, cultural heritage at zero with
+// its reason, and the free previews: listed everywhere a host or a client looks, never any text.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { cli, CATALOG_SRC, tempDir } from './helpers/build.ts';
+import { scanStore } from './helpers/store-fixtures.ts';
+
+let dist: string;
+let catalogue: any;
+let units: { ref: string; source: string; title?: string; rows: { text: string }[]; record?: Record<string, string> }[];
+let products: string[][];
+const read = (p: string) => readFileSync(join(dist, p), 'utf8');
+
+test.before(async () => {
+  const root = await tempDir('cat-sources');
+  dist = join(root, 'dist');
+  const r = cli(['build', '--local', '--out', dist, '--store-root', join(root, 'store'), '--src', CATALOG_SRC], { SOURCE_DATE_EPOCH: '1767225600' });
+  assert.is(r.code, 0, r.stderr);
+  catalogue = JSON.parse(read('v1/lds/_catalog'));
+  const scan = await scanStore(join(root, 'store', catalogue.store_version));
+  units = scan.units as any;
+  products = scan.products;
+});
+
+const product = (id: string) => catalogue.products.find((p: any) => p.product_id === id);
+const source = (id: string) => catalogue.sources.find((s: any) => s.source === id);
+const health = (pid: string, sid: string) => product(pid)._health.sources.find((s: any) => s.source === sid);
+
+test('every product sells real units except cultural heritage; the new sources are in their products', () => {
+  const live = Object.fromEntries(catalogue.products.map((p: any) => [p.product_id, p.live_unit_count]));
+  assert.equal(live, {
+    'svc-agriculture-eu': 819, 'svc-cultural-heritage-eu': 0, 'svc-energy-eu': 66, 'svc-finance-eu': 259, 'svc-green-deal-eu': 2338, 'svc-health-eu': 1465, 'svc-language-eu': 1173,
+    'svc-manufacturing-eu': 190, 'svc-media-eu': 124, 'svc-mobility-eu': 88, 'svc-public-admin-eu': 288, 'svc-research-eu': 162, 'svc-skills-eu': 666, 'svc-tourism-eu': 6,
+  });
+  assert.equal([health('svc-green-deal-eu', 'global.eea').units, health('svc-green-deal-eu', 'global.copernicus').units], [2138, 44]);
+  assert.is(health('svc-skills-eu', 'global.esco').units, 403);
+  assert.is(health('svc-research-eu', 'global.openaire').units, 57);
+  // counts come from the store: every unit scanned, per product
+  for (const p of catalogue.products) assert.is(products.filter((ps) => ps.includes(p.product_id)).length, p.live_unit_count, p.product_id);
+  // cultural heritage: listed, zero, and the reason says why (no act in its rule; Europeana held)
+  const ch = product('svc-cultural-heritage-eu');
+  assert.is(ch._health.rollup, 'unavailable');
+  assert.match(ch._health.rollup_reason, /none of the 86 acts ingested .* carries a EuroVoc descriptor in this product's rule .*no units are invented/);
+  assert.match(ch._health.rollup_reason, /global\.europeana/);
+  assert.ok(read('docs/index.md').includes(ch._health.rollup_reason.replace(/\|/g, '\\|')));
+  assert.ok(read(`products/svc-cultural-heritage-eu.html`).includes('No units to preview'));
+});
+
+test('the per-source table: rows, units, licence, attribution and what was checked, in the catalogue, docs and pages', () => {
+  const expected: Record<string, [string, number, number]> = {
+    'eu.eurlex': ['served', 1107, 14202], 'eu.aligned_paragraphs': ['served', 749, 749], 'fi.finlex': ['served', 232, 232], 'global.ecdc': ['served', 1240, 1240],
+    'global.esco': ['served', 403, 403], 'global.openaire': ['served', 57, 57], 'global.eea': ['served', 2138, 2138], 'global.copernicus': ['served', 44, 44],
+    'eu.efsa': ['not-yet-available', 0, 0], 'eu.iate': ['not-yet-available', 0, 0], 'eu.eurostat': ['not-yet-available', 0, 0], 'eu.eurovoc_taxonomy': ['reference', 0, 0],
+    'global.europeana': ['held', 0, 0],
+  };
+  for (const [id, [status, u, r]] of Object.entries(expected)) assert.equal([source(id).status, source(id).units, source(id).rows], [status, u, r], id);
+  // a unit sold in several products counts once: the table equals a scan of the store by source
+  for (const s of catalogue.sources) assert.is(units.filter((x) => x.source === s.source).length, s.units, s.source);
+  const all = read('docs/index.md');
+  const from = all.indexOf('\n## Sources: what each holds and what was checked\n');
+  assert.ok(from > 0, 'docs: the sources section');
+  const docs = all.slice(from, all.indexOf('\n## ', from + 10));
+  const index = read('index.html');
+  for (const s of catalogue.sources) {
+    if (s.status !== 'held') assert.ok(s.checked, `${s.source}: says what was checked`);
+    const row = docs.split('\n').find((l) => l.startsWith(`| \`${s.source}\` | ${s.publisher.replace(/\|/g, '\\|')} |`));
+    assert.ok(row, `docs: source row of ${s.source}`);
+    for (const v of [s.units.toLocaleString('en-US'), s.rows.toLocaleString('en-US'), s.attribution ?? '', s.checked ?? '']) assert.ok(row!.includes(v.replace(/\|/g, '\\|')), `docs ${s.source}: ${v}`);
+    const start = index.indexOf(`<tr id="source-${s.source}"`);
+    assert.ok(start > 0, `index.html: source row of ${s.source}`);
+    const html = index.slice(start, index.indexOf('</tr>', start));
+    assert.ok(html.includes(`>${s.units.toLocaleString('en-US')}<`) && html.includes(`>${s.rows.toLocaleString('en-US')}<`), `index.html ${s.source}: counts`);
+  }
+  // the rulings carry what was checked, per product too (catalogue and product pages)
+  const esco = product('svc-skills-eu').licence_basis.find((l: any) => l.source === 'global.esco');
+  assert.match(esco.checked, /ESCO handbook \(2017\)/);
+  assert.ok(read('products/svc-skills-eu.html').includes('No explicit CC BY 4.0 statement for the data files was found'));
+  assert.match(product('svc-research-eu').licence_basis.find((l: any) => l.source === 'global.openaire').basis, /Held and never stored: abstracts/);
+});
+
+test('IATE is "not yet available" with its reason, the same in the catalogue, DCAT, docs and agent card', () => {
+  const reason = 'no IATE sample has been obtained, so the source serves no units';
+  assert.equal([source('eu.iate').status, source('eu.iate').reason], ['not-yet-available', `not yet available: ${reason}`]);
+  const h = health('svc-language-eu', 'eu.iate');
+  assert.equal([h.available, h.units, h.note], [false, 0, `not yet available: ${reason}`]);
+  const dcat = JSON.parse(read('v1/dcat/catalog/svc-language-eu'));
+  const dataset = dcat['@graph'].find((n: any) => n['@type'] === 'dcat:Dataset');
+  assert.ok(dataset['dct:description']['@value'].includes(`Not yet available: IATE terminology (${reason})`));
+  assert.not.ok(dcat['@graph'].some((n: any) => n['@type'] === 'dcat:Distribution' && n['dct:identifier'] === 'eu.iate'), 'no distribution for a source with nothing to deliver');
+  assert.ok(read('docs/index.md').split('\n').some((l) => l.startsWith('| `eu.iate` |') && l.includes(`not yet available: ${reason}`)));
+  const card = JSON.parse(read('.well-known/agent-card.json'));
+  assert.ok(card.skills.find((s: any) => s.id === 'svc-language-eu').description.includes(`not yet available: eu.iate (${reason})`));
+  assert.ok(read('products/svc-language-eu.html').includes(`not yet available: ${reason}`));
+});
+
+test('free previews: one per product, listed in _headers, the nginx include, OpenAPI, docs and pages', () => {
+  const headers = read('_headers');
+  const nginx = read('_nginx/lds.conf');
+  const openapi = JSON.parse(read('v1/specification'));
+  assert.ok(openapi.paths['/lds/preview/{product_id}'].get, 'OpenAPI GET path');
+  const docs = read('docs/index.md');
+  for (const p of catalogue.products) {
+    const path = `v1/lds/preview/${p.product_id}`;
+    assert.is(p.preview_url, `${catalogue.base_url}/lds/preview/${p.product_id}`);
+    const doc = JSON.parse(read(path));
+    assert.is(doc.product_id, p.product_id);
+    assert.is(doc.live_unit_count, p.live_unit_count);
+    assert.equal(doc.example_query.matches, p.example_query.matches);
+    assert.ok(headers.includes(`/${path}\n  Content-Type: application/json`), `_headers lists ${path}`);
+    assert.ok(nginx.includes(`location = /${path} {`), `nginx lists ${path}`);
+    assert.ok(docs.includes(p.preview_url), `docs list ${path}`);
+    assert.ok(read(`products/${p.product_id}.html`).includes(p.preview_url), `page links ${path}`);
+    // previews show units the product really sells, at most three per source, spread over documents
+    const refs = new Set(units.filter((_, i) => products[i].includes(p.product_id)).map((u) => u.ref));
+    for (const u of doc.units) assert.ok(refs.has(u.ref), `${p.product_id}: ${u.ref} is sold by the product`);
+    const perSource = new Map<string, number>();
+    for (const u of doc.units) perSource.set(u.source, (perSource.get(u.source) ?? 0) + 1);
+    for (const n of perSource.values()) assert.ok(n <= 3);
+    if (p.live_unit_count > 0) assert.ok(doc.units.length > 0, `${p.product_id}: something to preview`);
+    for (const u of doc.units) assert.equal(Object.keys(u).sort(), ['citation', 'kind', 'ref', 'source', 'title']);
+  }
+});
+
+test('dist/ never carries sellable text: no unit text or record value of any stored unit is published', () => {
+  const files: string[] = [];
+  const walk = (d: string) => {
+    for (const n of readdirSync(d)) {
+      const p = join(d, n);
+      if (statSync(p).isDirectory()) walk(p);
+      else files.push(p);
+    }
+  };
+  walk(dist);
+  const published = files.map((f) => readFileSync(f, 'utf8')).join('\n');
+  const sellable = new Set<string>();
+  for (const u of units) {
+    for (const r of u.rows) if (r.text.length >= 40) sellable.add(r.text);
+    // long record values (descriptions, lists of labels); a unit's title is free to show (previews)
+    for (const v of Object.values(u.record ?? {})) if (v.length >= 80 && v !== u.title) sellable.add(v);
+  }
+  assert.ok(sellable.size > 5000);
+  const leaks = [...sellable].filter((t) => published.includes(t) || published.includes(JSON.stringify(t).slice(1, -1)));
+  assert.equal(leaks.slice(0, 3), [], `${leaks.length} texts published in ${files.map((f) => relative(dist, f)).length} files`);
+});
+
+test.run();
