@@ -1,3 +1,4 @@
+// @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
 // Issue 5 (docs): the "Buying through MCP" and "Buying through A2A" sections are in the published
 // documentation, and their copyable examples (generator/emit/agent-docs.ts) run as printed against
 // the real service: the TypeScript program with tsx, the curl commands with sh.

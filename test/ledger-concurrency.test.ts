@@ -1,3 +1,4 @@
+// @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
 // Ledger under concurrency: no negative balance, money conserved to the cent, each quote debited
 // once, and the independent verifier agrees, on either backend (LDS_TEST_BACKEND). Also the LevelDB
 // group committer's grouping and fail-stop.

@@ -1,3 +1,4 @@
+// @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
 // The ledger auditor: clean on an honest ledger, and for each kind of tampering written directly
 // into the store (LevelDB keys, or PostgreSQL rows with the schema's guards dropped, as an operator
 // bypassing the service might) it names the violation and returns the offending record.

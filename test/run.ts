@@ -3,9 +3,15 @@
 // "N passed, N failed" (", N skipped" after it when a suite skipped tests). A suite skips only when a
 // program it drives is missing (test/helpers/programs.ts); its "SKIP <suite>: <reason>" line is
 // repeated above the closing line. A file that runs no test and skips none counts as a failure.
+//
+// Ledger backends: a file whose first lines say `// @ledger-backends: level postgres` runs once per
+// backend, with LDS_TEST_BACKEND set (test/helpers/ledgers.ts); `@ledger-backends: postgres` runs
+// on PostgreSQL only. One PostgreSQL serves the whole run: LDS_TEST_PG_URL when given, else a
+// throwaway embedded server started here (test/helpers/pg.ts); each test makes its own database.
+// LDS_TEST_BACKEND=level|postgres in the environment restricts the run to that backend.
 // Usage: npm test [-- name-filter ...]
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -16,13 +22,35 @@ const files = readdirSync(here)
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .sort();
 
+type Backend = 'level' | 'postgres';
+const only = process.env.LDS_TEST_BACKEND as Backend | undefined;
+
+/** The backends a file asks for (none: it does not touch a ledger, or only the default). */
+function backendsOf(file: string): (Backend | null)[] {
+  const m = /^\/\/ @ledger-backends:((?: (?:level|postgres))+)/m.exec(readFileSync(join(here, file), 'utf8').slice(0, 2000));
+  if (!m) return [null];
+  const wanted = m[1].trim().split(' ') as Backend[];
+  const chosen = only ? wanted.filter((b) => b === only) : wanted;
+  return chosen;
+}
+
+const runs = files.flatMap((file) => backendsOf(file).map((backend) => ({ file, backend })));
+let pgStop: (() => Promise<void>) | null = null;
+if (runs.some((r) => r.backend === 'postgres') && !process.env.LDS_TEST_PG_URL) {
+  const { startEmbeddedPostgres } = await import('./helpers/pg.ts');
+  const pg = await startEmbeddedPostgres();
+  process.env.LDS_TEST_PG_URL = pg.url;
+  pgStop = pg.stop;
+  console.log(`# PostgreSQL for this run: embedded server on 127.0.0.1:${pg.port}`);
+}
+
 interface Tally { passed: number; failed: number; skipped: number; crashed: boolean; empty: boolean; skips: string[] }
 
-function runFile(file: string): Promise<Tally> {
+function runFile(file: string, backend: Backend | null): Promise<Tally> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(here, file)], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, FORCE_COLOR: '0' },
+      env: { ...process.env, FORCE_COLOR: '0', ...(backend ? { LDS_TEST_BACKEND: backend } : {}) },
     });
     let out = '';
     child.stdout.on('data', (d) => { out += d; process.stdout.write(d); });
@@ -51,16 +79,18 @@ function runFile(file: string): Promise<Tally> {
 const sum = { passed: 0, failed: 0, skipped: 0 };
 const failedFiles: string[] = [];
 const skipReasons: string[] = [];
-for (const file of files) {
+for (const { file: name, backend } of runs) {
+  const file = backend ? `${name} [${backend}]` : name;
   console.log(`\n# ${file}`);
-  const t = await runFile(file);
+  const t = await runFile(name, backend);
   sum.passed += t.passed;
   sum.failed += t.failed;
   sum.skipped += t.skipped;
   if (t.failed > 0) failedFiles.push(file + (t.crashed ? ' (exited non-zero)' : t.empty ? ' (ran no tests)' : ''));
   skipReasons.push(...t.skips);
 }
+await pgStop?.();
 if (skipReasons.length) console.log(`\nskipped:\n${skipReasons.map((r) => `  ${r}`).join('\n')}`);
 if (failedFiles.length) console.log(`\nfailing files: ${failedFiles.join(', ')}`);
 console.log(`\n${sum.passed} passed, ${sum.failed} failed${sum.skipped ? `, ${sum.skipped} skipped` : ''}`);
-process.exitCode = sum.failed > 0 || files.length === 0 ? 1 : 0;
+process.exitCode = sum.failed > 0 || runs.length === 0 ? 1 : 0;

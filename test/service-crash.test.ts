@@ -1,19 +1,18 @@
+// @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
 // Crash safety: the real server (`lds serve` in a child process) is killed with SIGKILL in the
 // middle of a stream of paid draws and top-ups, restarted on the same data, and then: the ledger
 // verifies, and every 200 the clients received (draw or top-up) is in the ledger.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Level } from 'level';
 import { K } from '../payments/ledger/records.ts';
 import { verifyLedgerAt } from '../payments/ledger/ops.ts';
 import type { LedgerSettings } from '../payments/ledger/open.ts';
 import { ledgerEnv, ledgerRecords, newLedgerSettings } from './helpers/ledgers.ts';
 import { hashToken } from '../payments/tokens.ts';
 import { payTopup } from '../payments/topup/client.ts';
-import { REPO } from './helpers/build.ts';
+import { exited, startInstance } from './helpers/instances.ts';
 import { bearer, buildFixture, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
 
 const PRODUCT = 'svc-health-eu';
@@ -22,33 +21,7 @@ let refs: string[];
 let varDir: string;
 let ledger: LedgerSettings;
 
-interface Child {
-  proc: ChildProcess;
-  base: string;
-}
-
-function startChild(): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'serve', '--port', '0', '--host', '127.0.0.1'], {
-    cwd: REPO,
-    env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: fx.store, LDS_VAR_DIR: varDir, ...ledgerEnv(ledger), LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 30_000);
-    proc.stderr!.on('data', (d) => {
-      err += d;
-      const m = /serving (http:\/\/\S+)/.exec(err);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, base: `${m[1]}/v1` });
-      }
-    });
-    proc.on('exit', (code) => reject(new Error(`server exited (${code}): ${err}`)));
-  });
-}
-
-const exited = (p: ChildProcess) => new Promise<number | null>((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.once('exit', (c) => r(c))));
+const startChild = () => startInstance(fx, ledgerEnv(ledger), varDir);
 
 test.before(async () => {
   fx = await buildFixture();

@@ -1,3 +1,4 @@
+// @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
 // The OpenAPI document in dist/ is valid OpenAPI 3.1 (checked with a real validator), documents
 // every endpoint of spec section 4, and the running service answers every documented operation
 // with a documented status and a body matching the documented schema. Published documents are

@@ -1,3 +1,4 @@
+// @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
 // Bad input never yields a 5xx and never changes a balance. A table of malformed requests per
 // endpoint, each answered 4xx problem+json; then fast-check throws random bodies and headers at
 // every endpoint. Balances and the ledger are compared before and after.

@@ -1,3 +1,4 @@
+// @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
 // The sources of issue 13 through the real service (real build, real LevelDB, sandbox top-up):
 // a paid draw names the right publisher for every unit it delivers, never delivers an OpenAIRE
 // abstract, and nothing of a held source (or of EFSA, whose copy is not served) is ever drawable:

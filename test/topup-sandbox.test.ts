@@ -1,3 +1,4 @@
+// @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
 // Top-up end to end over real HTTP with the OFFICIAL mppx client and the sandbox processor:
 // 402 challenge → stripe credential (SPT) → 200 with balance token and Payment-Receipt.
 import { test } from 'uvu';

@@ -56,8 +56,16 @@ export async function exportLedgerAt(s: LedgerSettings, write: (chunk: string) =
 }
 
 /** Imports an export file into an empty ledger (created if needed; PostgreSQL is migrated first) and verifies it. */
+/**
+ * The lines of a file, read only once iteration starts: a readline interface created earlier would
+ * emit lines (and 'close') before anyone listens, and they would be lost.
+ */
+async function* fileLines(file: string): AsyncGenerator<string> {
+  yield* createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+}
+
 export async function importLedgerAt(s: LedgerSettings, file: string): Promise<Violation[]> {
-  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  const lines = fileLines(file);
   const result = await withOwnLedger(
     s,
     async (l) => {

@@ -1,5 +1,5 @@
 // Shared by the agent suites (test/agents-*.test.ts): the real service (startServer over a real
-// build of catalog-src, real LevelDB, the sandbox MPP processor) with the MCP and A2A endpoints
+// build of catalog-src, the ledger backend LDS_TEST_BACKEND names, the sandbox MPP processor) with the MCP and A2A endpoints
 // mounted as `lds serve` mounts them, on a port chosen before the build so the published agent
 // card, catalogue and docs name the very server the clients talk to.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -14,6 +14,8 @@ import { createLogger, startServer, type RunningServer } from '../../payments/se
 import { mountAgents } from '../../payments/agents/mount.ts';
 import { CATALOG_SRC } from './build.ts';
 import { freePort } from './http.ts';
+import { BACKEND } from './ledgers.ts';
+import { freshDatabase } from './pg.ts';
 
 export interface AgentService {
   running: RunningServer;
@@ -39,7 +41,8 @@ export async function startAgentService(): Promise<AgentService> {
     const origin = `http://127.0.0.1:${port}`;
     const addresses = localAddresses(origin, 'https://publisher.example');
     await build({ srcDir: CATALOG_SRC, outDir: dist, storeRoot: store, addresses, sourceDateEpoch: 1767225600 });
-    const env = { LDS_DIST_DIR: dist, LDS_STORE_DIR: store, LDS_VAR_DIR: join(root, `var-${attempt}`), LDS_RATE_LIMIT_RPS: '0' };
+    const ledger = BACKEND === 'postgres' ? { LDS_LEDGER_URL: await freshDatabase() } : {};
+    const env = { LDS_DIST_DIR: dist, LDS_STORE_DIR: store, LDS_VAR_DIR: join(root, `var-${attempt}`), LDS_RATE_LIMIT_RPS: '0', ...ledger };
     try {
       const config = await loadConfig({ port, host: '127.0.0.1' }, env);
       const running = await startServer(config, { logger: createLogger('silent'), env, mount: mountAgents });

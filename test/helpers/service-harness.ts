@@ -73,7 +73,7 @@ export interface TestServer extends RunningServer {
 export async function startTestServer(fx: Fixture, opts: StartOptions & { env?: Record<string, string>; varDir?: string } = {}): Promise<TestServer> {
   const varDir = opts.varDir ?? (await mkdtemp(join(fx.root, 'var-')));
   // The ledger backend LDS_TEST_BACKEND names: LevelDB under varDir, or a fresh PostgreSQL database.
-  const ledger = BACKEND === 'postgres' && !opts.env?.LDS_LEDGER_URL ? { LDS_LEDGER_URL: await freshDatabase() } : {};
+  const ledger = BACKEND === 'postgres' && !opts.env?.LDS_LEDGER_URL && !opts.env?.LDS_LEDGER_DIR ? { LDS_LEDGER_URL: await freshDatabase() } : {};
   const env = { LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: fx.store, LDS_VAR_DIR: varDir, LDS_RATE_LIMIT_RPS: '0', ...ledger, ...(opts.env ?? {}) };
   const config = await loadConfig({ port: 0, host: '127.0.0.1' }, env);
   const running = await startServer(config, { logger: createLogger('silent'), env, ...opts });

@@ -1,0 +1,65 @@
+// Service instances as separate processes (`lds serve`, as an operator runs them): for tests that
+// kill one with SIGKILL, restart it, or run several side by side on one PostgreSQL ledger. Each
+// instance has its own port and var dir; instances of one deployment share the secrets (env), the
+// built dist/ and unit store, and the ledger.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { cp, mkdtemp } from 'node:fs/promises';
+import { join } from 'node:path';
+import { REPO } from './build.ts';
+import type { Fixture } from './service-harness.ts';
+
+export interface Instance {
+  proc: ChildProcess;
+  /** http://127.0.0.1:<port>/v1 */
+  base: string;
+  varDir: string;
+  /** Everything the process wrote to stderr so far (its JSON log lines). */
+  log(): string;
+}
+
+/** Secrets every instance of one deployment shares, as production passes them: through env. */
+export function sharedSecrets(): Record<string, string> {
+  return { LDS_QUOTE_SECRET: randomBytes(32).toString('hex'), MPP_SECRET_KEY: randomBytes(32).toString('hex') };
+}
+
+export async function startInstance(fx: Fixture, env: Record<string, string>, varDir?: string): Promise<Instance> {
+  const dir = varDir ?? (await mkdtemp(join(fx.root, 'var-inst-')));
+  // Its own copy of the unit store (a LevelDB opens in one process only), as each production
+  // instance gets its own copy of the build output.
+  const store = join(dir, 'store');
+  if (!existsSync(store)) await cp(fx.store, store, { recursive: true });
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'serve', '--port', '0', '--host', '127.0.0.1'], {
+    cwd: REPO,
+    env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: store, LDS_VAR_DIR: dir, LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  proc.stderr!.on('data', (d) => (err += d));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 30_000);
+    const onData = () => {
+      const m = /serving (http:\/\/\S+)/.exec(err);
+      if (m) {
+        clearTimeout(timer);
+        proc.stderr!.off('data', onData);
+        resolve({ proc, base: `${m[1]}/v1`, varDir: dir, log: () => err });
+      }
+    };
+    proc.stderr!.on('data', onData);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${code}): ${err}`));
+    });
+  });
+}
+
+export function exited(p: ChildProcess): Promise<number | null> {
+  return new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.once('exit', (c) => r(c))));
+}
+
+export async function stopInstance(i: Instance): Promise<number | null> {
+  if (i.proc.exitCode === null && i.proc.signalCode === null) i.proc.kill('SIGTERM');
+  return exited(i.proc);
+}

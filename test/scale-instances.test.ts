@@ -1,0 +1,208 @@
+// @ledger-backends: postgres  (several instances need the PostgreSQL ledger)
+// Stateless instances: two and three `lds serve` processes, each with its own port and var dir,
+// share one PostgreSQL ledger and the secrets. Quotes made at one instance are paid at another, an
+// MPP challenge issued by one is redeemed at another, balances and statements agree everywhere, and
+// neither concurrency, duplicates across instances nor a killed instance can overdraw, double-debit
+// or lose a paid answer. `ledger verify` runs while the instances serve.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { K } from '../payments/ledger/records.ts';
+import { verifyLedgerAt } from '../payments/ledger/ops.ts';
+import { formatViolations } from '../payments/ledger/verify.ts';
+import type { LedgerSettings } from '../payments/ledger/open.ts';
+import { hashToken } from '../payments/tokens.ts';
+import { payTopup } from '../payments/topup/client.ts';
+import { cli } from './helpers/build.ts';
+import { exited, sharedSecrets, startInstance, stopInstance, type Instance } from './helpers/instances.ts';
+import { ledgerEnv, ledgerRecords, newLedgerSettings } from './helpers/ledgers.ts';
+import { balanceOf, bearer, buildFixture, cents, mppxClient, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
+
+const PRODUCT = 'svc-health-eu';
+let fx: Fixture;
+let refs: string[];
+let ledger: LedgerSettings;
+let env: Record<string, string>;
+let inst: Instance[] = [];
+
+test.before(async () => {
+  fx = await buildFixture();
+  refs = (await refsByProduct(fx.store)).get(PRODUCT)!;
+  ledger = await newLedgerSettings('postgres');
+  env = { ...ledgerEnv(ledger), ...sharedSecrets() };
+  inst = await Promise.all([0, 1, 2].map(() => startInstance(fx, env)));
+});
+
+test.after(async () => {
+  await Promise.all(inst.map(stopInstance));
+});
+
+const quote = async (base: string, units: string[]) => {
+  const res = await postJson(`${base}/lds/draw`, { product_id: PRODUCT, units });
+  assert.is(res.status, 402);
+  return (await res.json()) as { quote_id: string; amount: string };
+};
+
+/** `ledger verify` (the CLI, as an operator runs it) on the live database. */
+function verifyWhileServing(): void {
+  const r = cli(['ledger', 'verify', '--url', ledger.ledgerUrl!]);
+  assert.is(r.code, 0, r.stderr + r.stdout);
+  assert.match(r.stdout, /clean/);
+}
+
+for (const n of [2, 3]) {
+  test(`${n} instances: 200 concurrent paid draws of distinct quotes, each paid at another instance than quoted, against a balance that covers only some`, async () => {
+    const live = inst.slice(0, n);
+    const token = await topUp(live[0].base, '10.00');
+    // 200 distinct unit lists of 1..13 units; every quote made at instance i and paid at i+1
+    const jobs = await Promise.all(
+      Array.from({ length: 200 }, async (_, i) => {
+        const k = 1 + ((i * 7) % 13);
+        const start = (i * 31) % (refs.length - k);
+        const units = refs.slice(start, start + k);
+        const at = live[i % n];
+        const q = await quote(at.base, units);
+        return { units, q, payAt: live[(i + 1) % n] };
+      }),
+    );
+    const distinct = new Set(jobs.map((j) => j.q.quote_id));
+    assert.is(distinct.size, 200);
+    const results = await Promise.all(
+      jobs.map(async (j) => {
+        const res = await postJson(`${j.payAt.base}/lds/draw`, { product_id: PRODUCT, units: j.units, quote_id: j.q.quote_id }, bearer(token));
+        return { status: res.status, body: (await res.json()) as any, amount: cents(j.q.amount) };
+      }),
+    );
+    const paid = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status === 402);
+    assert.is(paid.length + refused.length, 200, JSON.stringify(results.find((r) => r.status !== 200 && r.status !== 402)?.body));
+    assert.ok(paid.length > 0 && refused.length > 0, `${paid.length} paid, ${refused.length} refused`);
+    for (const r of refused) assert.match(r.body.type, /insufficient-balance$/);
+    const spent = paid.reduce((s, r) => s + r.amount, 0);
+    // every instance reports the same balance and statement
+    const views = await Promise.all(live.map(async (i) => (await fetch(`${i.base}/lds/balance`, { headers: bearer(token) })).json() as Promise<any>));
+    for (const v of views) assert.equal(v, views[0]);
+    const left = cents(views[0].balance);
+    assert.ok(left >= 0);
+    assert.is(left + spent, 1000, 'money conserved to the cent');
+    assert.is(new Set(paid.map((r) => r.body.receipt.draw_id)).size, paid.length);
+    verifyWhileServing();
+  });
+}
+
+test('30 concurrent submissions of one quote across 3 instances: exactly one debit, every 200 carries the same draw id', async () => {
+  const token = await topUp(inst[1].base, '5.00');
+  const units = refs.slice(0, 4);
+  const q = await quote(inst[2].base, units);
+  const results = await Promise.all(
+    Array.from({ length: 30 }, async (_, i) => {
+      const res = await postJson(`${inst[i % 3].base}/lds/draw`, { product_id: PRODUCT, units, quote_id: q.quote_id }, bearer(token));
+      return { status: res.status, body: (await res.json()) as any };
+    }),
+  );
+  assert.ok(results.every((r) => r.status === 200), JSON.stringify(results.find((r) => r.status !== 200)));
+  assert.is(new Set(results.map((r) => r.body.receipt.draw_id)).size, 1);
+  for (const i of inst) assert.is(cents(await balanceOf(i.base, token)), 500 - cents(q.amount));
+  const records = await ledgerRecords(ledger);
+  const debits = [...records].filter(([k, v]) => k.startsWith('d:') && v.quote_id === q.quote_id);
+  assert.is(debits.length, 1);
+  verifyWhileServing();
+});
+
+test('one MPP challenge issued by one instance, its credential sent to two others at once: credited once', async () => {
+  const first = await postJson(`${inst[0].base}/lds/balance/topup`, { amount: '7.00', currency: 'EUR' });
+  assert.is(first.status, 402);
+  const credential = await mppxClient('spt_test_two_instances').createCredential(first);
+  const send = (i: Instance) => postJson(`${i.base}/lds/balance/topup`, { amount: '7.00', currency: 'EUR' }, { Authorization: credential });
+  const [a, b] = await Promise.all([send(inst[1]), send(inst[2])]);
+  const bodies = [(await a.json()) as any, (await b.json()) as any];
+  const statuses = [a.status, b.status].sort();
+  assert.ok(statuses.includes(200), JSON.stringify(bodies));
+  // the other one was either told it is in progress (409), or answered again with the same token
+  assert.ok(statuses.every((s) => s === 200 || s === 409), JSON.stringify(bodies));
+  const tokens = new Set(bodies.filter((x) => x.balance_token).map((x) => x.balance_token));
+  assert.is(tokens.size, 1);
+  const token = [...tokens][0] as string;
+  for (const i of inst) assert.is(await balanceOf(i.base, token), '7.00');
+  // resent later to the third instance: the same answer, nothing credited again
+  const again = await send(inst[0]);
+  assert.is(again.status, 200);
+  assert.is(((await again.json()) as any).balance_token, token);
+  const records = await ledgerRecords(ledger);
+  assert.is([...records].filter(([k, v]) => k.startsWith('t:') && v.token_hash === hashToken(token)).length, 1);
+  verifyWhileServing();
+});
+
+test('SIGKILL one instance during a stream of paid draws and top-ups across all: the others keep answering, every 200 is in the ledger, verify is clean while they serve', async () => {
+  const tokens = await Promise.all([0, 1, 2].map((i) => topUp(inst[i].base, '50.00')));
+  const paidDraws: { draw_id: string; token: string }[] = [];
+  const okTopups: string[] = [];
+  const afterKill: number[] = [];
+  let killed = false;
+  let stop = false;
+  let seq = 0;
+  async function drawWorker(w: number) {
+    while (!stop) {
+      const i = seq++;
+      const at = inst[i % 3];
+      const payAt = inst[(i + 1) % 3];
+      const k = 1 + (i % 5);
+      const units = refs.slice((i * 13) % (refs.length - k), ((i * 13) % (refs.length - k)) + k);
+      try {
+        const q = (await (await postJson(`${at.base}/lds/draw`, { product_id: PRODUCT, units })).json()) as any;
+        const res = await postJson(`${payAt.base}/lds/draw`, { product_id: PRODUCT, units, quote_id: q.quote_id }, bearer(tokens[w % 3]));
+        if (res.status === 200) {
+          paidDraws.push({ draw_id: ((await res.json()) as any).receipt.draw_id, token: tokens[w % 3] });
+          if (killed && payAt !== inst[0]) afterKill.push(1);
+        } else await res.body?.cancel();
+      } catch {
+        // the killed instance: only answers actually received count
+      }
+    }
+  }
+  async function topupWorker(w: number) {
+    while (!stop) {
+      const at = inst[(w + seq) % 3];
+      try {
+        const res = await payTopup(`${at.base}/lds/balance/topup`, '5.00', { spt: 'spt_test_stream', balanceToken: tokens[w % 3] });
+        if (res.status === 200) okTopups.push(tokens[w % 3]);
+        else await res.body?.cancel();
+      } catch {
+        // as above
+      }
+    }
+  }
+  const workers = [...[0, 1, 2, 3, 4, 5].map(drawWorker), topupWorker(0), topupWorker(1)];
+  await new Promise((r) => setTimeout(r, 1500));
+  const before = paidDraws.length;
+  inst[0].proc.kill('SIGKILL');
+  await exited(inst[0].proc);
+  killed = true;
+  await new Promise((r) => setTimeout(r, 1500));
+  // verify while the survivors are still being driven
+  verifyWhileServing();
+  stop = true;
+  await Promise.all(workers);
+  assert.ok(before > 10, `the stream was running (${before} paid draws before the kill)`);
+  assert.ok(afterKill.length > 10, `the survivors kept answering (${afterKill.length} paid draws after the kill)`);
+  assert.ok(okTopups.length > 0);
+
+  const records = await ledgerRecords(ledger);
+  for (const d of paidDraws) {
+    const rec = records.get(K.draw(d.draw_id));
+    assert.ok(rec, `draw ${d.draw_id} answered 200 but is not in the ledger`);
+    assert.is(rec.token_hash, hashToken(d.token));
+  }
+  // every 200 top-up is a credit of that balance; the ledger has at least as many as were answered
+  for (const t of new Set(okTopups)) {
+    const answered = okTopups.filter((x) => x === t).length;
+    const credited = [...records].filter(([k, v]) => k.startsWith('t:') && v.token_hash === hashToken(t)).length - 1; // minus the opening top-up
+    assert.ok(credited >= answered, `${answered} top-ups answered 200, ${credited} credited`);
+  }
+  const v = await verifyLedgerAt(ledger);
+  assert.equal(v, [], formatViolations(v));
+  // a restarted instance on the same ledger serves the same balances
+  inst[0] = await startInstance(fx, env);
+  for (const t of tokens) assert.is(await balanceOf(inst[0].base, t), await balanceOf(inst[1].base, t));
+});
+
+test.run();
