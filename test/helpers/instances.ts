@@ -15,7 +15,7 @@ export interface Instance {
   /** http://127.0.0.1:<port>/v1 */
   base: string;
   varDir: string;
-  /** Everything the process wrote to stderr so far (its JSON log lines). */
+  /** Everything the process wrote so far: its JSON log lines (stdout) and messages (stderr). */
   log(): string;
 }
 
@@ -33,10 +33,12 @@ export async function startInstance(fx: Fixture, env: Record<string, string>, va
   const proc = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'serve', '--port', '0', '--host', '127.0.0.1'], {
     cwd: REPO,
     env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: store, LDS_VAR_DIR: dir, LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
+  let out = '';
   proc.stderr!.on('data', (d) => (err += d));
+  proc.stdout!.on('data', (d) => (out += d));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 30_000);
     const onData = () => {
@@ -44,7 +46,7 @@ export async function startInstance(fx: Fixture, env: Record<string, string>, va
       if (m) {
         clearTimeout(timer);
         proc.stderr!.off('data', onData);
-        resolve({ proc, base: `${m[1]}/v1`, varDir: dir, log: () => err });
+        resolve({ proc, base: `${m[1]}/v1`, varDir: dir, log: () => out + err });
       }
     };
     proc.stderr!.on('data', onData);

@@ -29,8 +29,8 @@ process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-/** The harness config: one server on 127.0.0.1:port whose root is distDir, including the generated rules. */
-export function nginxConf(distDir: string, port: number, dir: string): string {
+/** The harness around http-level directives: pid, logs and temp paths in the harness folder `dir`. */
+export function harnessConf(dir: string, http: string): string {
   // As root, workers would drop to `nobody`, which cannot read a mkdtemp (0700) folder.
   const user = process.getuid?.() === 0 ? `user ${userInfo().username};\n` : '';
   return `${user}daemon off;
@@ -38,7 +38,7 @@ master_process on;
 worker_processes 1;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
-events { worker_connections 64; }
+events { worker_connections 256; }
 http {
   access_log ${dir}/access.log;
   client_body_temp_path ${dir}/tmp/client_body;
@@ -47,23 +47,36 @@ http {
   uwsgi_temp_path ${dir}/tmp/uwsgi;
   scgi_temp_path ${dir}/tmp/scgi;
   default_type application/octet-stream;
-  server {
-    listen 127.0.0.1:${port};
-    server_name localhost;
-    root ${distDir};
-    include ${distDir}/_nginx/lds.conf;
-  }
+${http}
 }
 `;
 }
 
+/** The harness config: one server on 127.0.0.1:port whose root is distDir, including the generated rules. */
+export function nginxConf(distDir: string, port: number, dir: string): string {
+  return harnessConf(
+    dir,
+    `  server {
+    listen 127.0.0.1:${port};
+    server_name localhost;
+    root ${distDir};
+    include ${distDir}/_nginx/lds.conf;
+  }`,
+  );
+}
+
 /** Starts nginx on `port` serving distDir; resolves once it accepts connections. */
-export async function startNginx(distDir: string, port: number): Promise<Nginx> {
+export function startNginx(distDir: string, port: number): Promise<Nginx> {
+  return startNginxWith((dir) => nginxConf(distDir, port, dir), port);
+}
+
+/** Starts nginx with the config `confFor(harness folder)` gives, listening on `port`. */
+export async function startNginxWith(confFor: (dir: string) => string, port: number): Promise<Nginx> {
   const bin = requireNginx();
   const dir = await tempDir('nginx');
   await mkdir(join(dir, 'tmp'), { recursive: true });
   const conf = join(dir, 'nginx.conf');
-  await writeFile(conf, nginxConf(distDir, port, dir));
+  await writeFile(conf, confFor(dir));
 
   // Check the config first so a bad generated include fails with nginx's own message.
   const check = await run(bin, ['-t', '-p', dir, '-c', conf, '-e', join(dir, 'error.log')]);
