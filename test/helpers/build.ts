@@ -39,13 +39,20 @@ export function cli(args: string[], env: Record<string, string> = {}) {
  * Runs the real CLI without blocking this process (use it when the service under test runs in
  * this process). `input` is written to its standard input.
  */
-export function cliAsync(args: string[], opts: { env?: Record<string, string>; input?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function cliAsync(args: string[], opts: { env?: Record<string, string>; input?: string } = {}): Promise<RunResult> {
+  return runAsync(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), ...args], opts);
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program without blocking this process (killed after 60 s); `input` goes to its standard input. */
+export function runAsync(cmd: string, args: string[], opts: { env?: Record<string, string>; input?: string; cwd?: string } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), ...args], {
-      cwd: REPO,
-      env: { ...process.env, ...opts.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = spawn(cmd, args, { cwd: opts.cwd ?? REPO, env: { ...process.env, ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
