@@ -22,7 +22,7 @@ export const DRAW_BOUNDS = {
 } as const;
 
 const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
-  ['malformed-request', 400, 'the body or a parameter does not match this document; `field` names the failing field'],
+  ['malformed-request', 400, 'the body or a parameter does not match this document, the body is not a JSON object, or the request is not valid HTTP/1.1 (e.g. no `Host` header); `field` names the failing field and `detail` says in words what is allowed'],
   ['unsupported-currency', 400, 'a currency other than EUR (codes are compared case-insensitively: `eur` is EUR)'],
   ['quote-tampered', 400, 'the quote_id does not verify, or the request changes a field the quote is bound to; `field` names it'],
   ['balance-token-required', 401, 'no `Authorization: Bearer <BALANCE_TOKEN>`: paying a quote, reading a balance, or a top-up credential sent in `Payment-Authorization` (which credits the balance the Bearer token names)'],
@@ -36,8 +36,10 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['not-found', 404, 'no such document'],
   ['method-not-allowed', 405, 'the path exists but not with this method'],
   ['quote-paid-by-another-balance', 409, 'the quote was already paid from a different balance'],
+  ['request-timeout', 408, 'the request (headers and body) was not received within the server\'s request timeout; the connection is closed'],
   ['body-too-large', 413, `request body above ${DRAW_BOUNDS.maxBodyBytes} bytes`],
   ['unsupported-media-type', 415, 'the body is not application/json'],
+  ['request-header-fields-too-large', 431, 'the request headers are too large'],
   ['rate-limited', 429, 'too many requests from this client; `Retry-After` says when to retry'],
   ['internal', 500, 'an unexpected error; nothing was charged and no internals are shown'],
   // POST /lds/balance/topup (payments/topup/handler.ts; test/service-openapi.test.ts checks this list is complete)
