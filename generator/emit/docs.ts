@@ -197,7 +197,7 @@ export function balanceSection(ctx: EmitContext): string {
 
 export function errorsSection(ctx: EmitContext): string {
   return [
-    'Every refusal is an RFC 9457 problem (`Content-Type: application/problem+json`) with `type`, `title`, `status` and usually `detail`; some add `field` (the failing request field), `unknown` (unit references not in the product) or `quote` (a fresh or the unpaid quote). Branch on `type`:',
+    'Every refusal is an RFC 9457 problem (`Content-Type: application/problem+json`) with `type`, `title`, `status` and usually `detail`; some add `field` (the failing request field; `detail` then says in words what is allowed), `unknown` (unit references not in the product), `reason` (why a product has no live units yet) or `quote` (a fresh or the unpaid quote). Branch on `type`:',
     '',
     mdTable(['type', 'Status', 'When'], problemTypes(ctx).map((p) => [`\`${p.type}\``, p.status, p.when])),
     '',

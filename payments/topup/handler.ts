@@ -265,7 +265,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
       problem = new Problem(402, TOPUP_PROBLEMS.tokenRejected, 'Payment token rejected', obs.error.message);
     } else if (obs.error) {
       logger?.error({ challenge: challengeId ? short(challengeId) : undefined, kind: obs.error.kind, code: obs.error.code, message: obs.error.message }, 'top-up: processor error');
-      problem = new Problem(502, TOPUP_PROBLEMS.processorUnavailable, 'Payment processor unavailable', 'the payment could not be completed; nothing was credited. Resending the same request with the same credential is safe.');
+      problem = new Problem(502, TOPUP_PROBLEMS.processorUnavailable, 'Payment processor unavailable', 'the payment could not be completed; nothing was credited. Resending the same request with the same credential before the challenge expires (5 minutes) is safe.');
     } else if (obs.result?.status === 'requires_action') {
       log('requires_action', { payment: obs.result.id });
       problem = new Problem(402, TOPUP_PROBLEMS.requiresAction, 'Payment requires action', 'the payment needs customer authentication (e.g. 3-D Secure) and was not completed; nothing was credited', { payment_status: 'requires_action' });
@@ -408,7 +408,7 @@ function writeProblem(ctx: Context, p: Problem): void {
 function respondError(ctx: Context, e: unknown, logger?: LoggerLike): void {
   if (e instanceof LedgerUnavailableError) {
     logger?.error({ err: e.reason }, 'top-up: ledger unavailable');
-    return writeProblem(ctx, new Problem(503, TOPUP_PROBLEMS.ledgerUnavailable, 'Ledger unavailable', 'the balance ledger is not accepting changes; if you were charged, resend the same request with the same credential after a short wait'));
+    return writeProblem(ctx, new Problem(503, TOPUP_PROBLEMS.ledgerUnavailable, 'Ledger unavailable', 'the balance ledger is not accepting changes; if you were charged, resend the same request with the same credential after a short wait, before the challenge expires (5 minutes), to get the answer'));
   }
   if (e instanceof Problem) return writeProblem(ctx, e);
   logger?.error({ err: redactTokens(e instanceof Error ? e.message : String(e)) }, 'top-up: internal error');
