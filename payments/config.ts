@@ -37,6 +37,10 @@ export interface ServiceConfig {
   logLevel: string;
   /** How long SIGTERM waits for in-flight requests before closing anyway. */
   shutdownGraceMs: number;
+  /** A client must finish sending the request headers within this time (slow-header attacks). */
+  headersTimeoutMs: number;
+  /** ... and the whole request, body included, within this time; else 408 and the connection closes. */
+  requestTimeoutMs: number;
 }
 
 export const MIN_SECRET_BYTES = 32;
@@ -100,6 +104,20 @@ export function dataPaths(env: NodeJS.ProcessEnv = process.env) {
   };
 }
 
+/**
+ * Request timeouts. Every request body here is at most 16 KiB, so an honest client, even on a
+ * slow mobile link, sends headers and body within a second or two: 10 s for the headers and 15 s
+ * for the whole request leave wide room for that while bounding how long a slow or truncated
+ * request can hold a connection (the server checks once a second, so a 408 comes within a second
+ * of the limit). Node requires the header limit not to exceed the request limit.
+ */
+export function requestTimeouts(env: NodeJS.ProcessEnv): { headersTimeoutMs: number; requestTimeoutMs: number } {
+  const requestTimeoutMs = intSetting(env, 'LDS_REQUEST_TIMEOUT_MS', 15_000, 100);
+  const headersTimeoutMs = intSetting(env, 'LDS_HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 100);
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError(`LDS_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed LDS_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  return { headersTimeoutMs, requestTimeoutMs };
+}
+
 export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Promise<ServiceConfig> {
   const production = env.NODE_ENV === 'production';
   const paths = dataPaths(env);
@@ -136,5 +154,6 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     trustProxy: env.LDS_TRUST_PROXY === 'true' || env.LDS_TRUST_PROXY === '1',
     logLevel: env.LOG_LEVEL || 'info',
     shutdownGraceMs: intSetting(env, 'LDS_SHUTDOWN_GRACE_MS', 10_000, 0),
+    ...requestTimeouts(env),
   };
 }

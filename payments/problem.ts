@@ -22,3 +22,23 @@ export class Problem extends Error {
 }
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Content Too Large', 431: 'Request Header Fields Too Large' };
+
+/**
+ * A whole HTTP/1.1 response carrying the problem, for the few refusals written straight to a socket
+ * because Node's HTTP parser fails before any request object exists (payments/serve.ts
+ * 'clientError': a malformed request line, a header too large, a request that took too long).
+ * The connection is closed after it.
+ */
+export function rawProblemResponse(p: Problem): string {
+  const body = JSON.stringify(p.toJSON());
+  return (
+    `HTTP/1.1 ${p.status} ${REASONS[p.status] ?? 'Error'}\r\n` +
+    `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Cache-Control: no-store\r\n' +
+    'Connection: close\r\n\r\n' +
+    body
+  );
+}

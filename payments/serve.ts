@@ -16,6 +16,7 @@ import { createRequestValidator } from './http/openapi-validate.ts';
 import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/index.ts';
 import { loadStaticSite } from './http/static.ts';
 import { createTopupHandler } from './topup/handler.ts';
+import { Problem, rawProblemResponse } from './problem.ts';
 
 /** Never log these, wherever they appear in a log object. */
 export const REDACT_PATHS = [
@@ -112,7 +113,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     logger,
     ...(opts.now ? { now: opts.now } : {}),
   });
-  const topup = createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger });
+  const topup = createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger, ...(opts.now ? { now: opts.now } : {}) });
   const { app } = createApp({
     service,
     site,
@@ -124,7 +125,19 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     ...(opts.mount ? { mount: opts.mount } : {}),
   });
 
-  const server = createServer(app.callback());
+  // requireHostHeader: false - a request without Host reaches the app, which answers it with a
+  // problem (app.ts) instead of Node's bare 400. The timeouts bound slow and truncated requests;
+  // the check runs every second so the 408 comes promptly (Node's default interval is 30 s).
+  const server = createServer(
+    {
+      requireHostHeader: false,
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+    },
+    app.callback(),
+  );
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
   // Track requests in flight so a drain can wait for them and then cut idle keep-alive sockets.
   const active = new Map<Socket, number>();
   server.on('request', (req, res) => {
@@ -136,8 +149,6 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
       else active.set(s, n);
     });
   });
-  server.headersTimeout = 20_000;
-  server.requestTimeout = 30_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -170,6 +181,29 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
       logger.info('stopped');
     })());
   return { url, server, ledger, service, close };
+}
+
+/**
+ * Node's HTTP parser refused a request before the app saw it (or the request took too long):
+ * answer as a problem where HTTP still allows an answer - the socket is writable and no response
+ * for this connection has started - then close the connection.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  const started = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+  if (err.code === 'ECONNRESET' || !socket.writable || started) {
+    socket.destroy();
+    return;
+  }
+  let problem: Problem;
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    problem = new Problem(408, 'request-timeout', 'Request timeout', 'The request (headers and body) was not received in time; the connection is closed. Send the whole request at once and retry.');
+  } else if (err.code === 'HPE_HEADER_OVERFLOW') {
+    problem = new Problem(431, 'request-header-fields-too-large', 'Request header fields too large', 'The request headers are too large; send only the headers this API documents.');
+  } else {
+    problem = new Problem(400, 'malformed-request', 'Malformed request', 'The request is not valid HTTP/1.1 (request line or headers could not be parsed).', { field: '(request)' });
+  }
+  socket.end(rawProblemResponse(problem));
+  socket.destroySoon?.();
 }
 
 /** `lds serve`: configuration from flags and env, JSON logs, drain on SIGTERM/SIGINT. */

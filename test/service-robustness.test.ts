@@ -35,6 +35,8 @@ interface Case {
   status: number;
   type: string;
   field?: string;
+  /** What the detail must say, in words. */
+  words?: RegExp;
 }
 
 const J = (v: unknown) => JSON.stringify(v);
@@ -48,6 +50,11 @@ function cases(): Case[] {
     // POST /lds/draw
     { name: 'not JSON', method: 'POST', path: '/lds/draw', body: '{"product_id":', headers: ct, status: 400, type: 'malformed-request', field: '(body)' },
     { name: 'JSON array', method: 'POST', path: '/lds/draw', body: '[]', headers: ct, status: 400, type: 'malformed-request' },
+    { name: 'JSON array [1,2]', method: 'POST', path: '/lds/draw', body: '[1,2]', headers: ct, status: 400, type: 'malformed-request', field: '(body)', words: /must be a JSON object.*not a list/ },
+    { name: 'JSON null', method: 'POST', path: '/lds/draw', body: 'null', headers: ct, status: 400, type: 'malformed-request', field: '(body)', words: /must be a JSON object.*not null/ },
+    { name: 'JSON string', method: 'POST', path: '/lds/draw', body: '"units"', headers: ct, status: 400, type: 'malformed-request', field: '(body)', words: /must be a JSON object.*not a string/ },
+    { name: 'bad product id', method: 'POST', path: '/lds/draw', body: J({ product_id: 'Not An Id', units: u }), headers: ct, status: 400, type: 'malformed-request', field: 'product_id', words: /lower-case letters, digits and hyphens/ },
+    { name: 'limit as a string', method: 'POST', path: '/lds/draw', body: J({ product_id: PRODUCT, query: 'regulation', limit: '3' }), headers: ct, status: 400, type: 'malformed-request', field: 'limit', words: /whole number from 1 to 100/ },
     { name: 'empty body', method: 'POST', path: '/lds/draw', body: '', headers: ct, status: 400, type: 'malformed-request' },
     { name: 'text/plain', method: 'POST', path: '/lds/draw', body: J(ok), headers: { 'content-type': 'text/plain' }, status: 415, type: 'unsupported-media-type' },
     { name: 'no product_id', method: 'POST', path: '/lds/draw', body: J({ units: u }), headers: ct, status: 400, type: 'malformed-request', field: 'product_id' },
@@ -78,7 +85,12 @@ function cases(): Case[] {
     { name: 'topup not JSON', method: 'POST', path: '/lds/balance/topup', body: 'amount=5', headers: ct, status: 400, type: 'malformed-request' },
     { name: 'topup amount number', method: 'POST', path: '/lds/balance/topup', body: J({ amount: 5 }), headers: ct, status: 400, type: 'malformed-request', field: 'amount' },
     { name: 'topup below minimum', method: 'POST', path: '/lds/balance/topup', body: J({ amount: '4.99', currency: 'EUR' }), headers: ct, status: 400, type: 'topup-below-minimum', field: 'amount' },
-    { name: 'topup three decimals', method: 'POST', path: '/lds/balance/topup', body: J({ amount: '5.001' }), headers: ct, status: 400, type: 'malformed-request', field: 'amount' },
+    { name: 'topup three decimals', method: 'POST', path: '/lds/balance/topup', body: J({ amount: '5.001' }), headers: ct, status: 400, type: 'malformed-request', field: 'amount', words: /decimal string .* up to two decimals/ },
+    { name: 'topup negative amount', method: 'POST', path: '/lds/balance/topup', body: J({ amount: '-5.00' }), headers: ct, status: 400, type: 'malformed-request', field: 'amount', words: /amount must be a decimal string in EUR with up to two decimals and no sign.*"5\.00".*at least 5\.00/ },
+    { name: 'topup body null', method: 'POST', path: '/lds/balance/topup', body: 'null', headers: ct, status: 400, type: 'malformed-request', field: '(body)', words: /must be a JSON object such as \{"amount"/ },
+    { name: 'topup body [1,2]', method: 'POST', path: '/lds/balance/topup', body: '[1,2]', headers: ct, status: 400, type: 'malformed-request', field: '(body)', words: /must be a JSON object/ },
+    { name: 'topup currency lower-case eur is EUR', method: 'POST', path: '/lds/balance/topup', body: J({ amount: '5.00', currency: 'eur' }), headers: ct, status: 402, type: 'payment-required' },
+    { name: 'topup Payment-Authorization without Bearer', method: 'POST', path: '/lds/balance/topup', body: J({ amount: '5.00' }), headers: { ...ct, 'payment-authorization': 'Payment abc' }, status: 401, type: 'balance-token-required', field: 'Authorization', words: /no Bearer token was sent/ },
     { name: 'topup currency USD', method: 'POST', path: '/lds/balance/topup', body: J({ amount: '5.00', currency: 'USD' }), headers: ct, status: 400, type: 'unsupported-currency', field: 'currency' },
     { name: 'topup unknown bearer', method: 'POST', path: '/lds/balance/topup', body: J({ amount: '5.00' }), headers: { ...ct, ...bearer('lds_bal_' + 'B'.repeat(43)) }, status: 401, type: 'invalid-balance-token' },
     { name: 'topup garbage credential', method: 'POST', path: '/lds/balance/topup', body: J({ amount: '5.00' }), headers: { ...ct, authorization: 'Payment abc' }, status: 402, type: 'payment-credential-invalid' },
@@ -113,6 +125,9 @@ test('malformed requests: 4xx problem+json with a stable type, no state change',
     assert.is(p.status, c.status, c.name);
     assert.ok(p.title, c.name);
     if (c.field) assert.is(p.field, c.field, `${c.name}: ${text}`);
+    if (c.words) assert.match(p.detail ?? '', c.words, `${c.name}: ${text}`);
+    // Words, never a regular expression or a validator's phrasing.
+    assert.not.match(p.detail ?? '', /must match|pattern|\^\(|\$"|must be object|must NOT|must have required/, `${c.name}: ${text}`);
     assert.not.match(text, /lds_bal_/, `${c.name}: the problem never echoes a token`);
   }
   assert.is(await snapshot(), before);

@@ -11,7 +11,7 @@ import { docsPath, machineDocuments, siteUrls } from './site.ts';
 import { DRAW_BOUNDS, openApiDocument } from './openapi.ts';
 import { AGENT_DOC_SECTIONS } from './agent-docs.ts';
 import { fence, groupDigits, mdTable, shq } from './markdown.ts';
-import { CREDENTIAL_DOC_SECTIONS, exampleTopupBody, llmsTopupStep } from './topup-docs.ts';
+import { CREDENTIAL_DOC_SECTIONS, TOPUP_REPLAY_RULE, exampleTopupBody, llmsTopupStep } from './topup-docs.ts';
 import { DRAW_EXAMPLE_LIMIT, exampleClaim, mainExampleProduct } from './examples.ts';
 import { PREVIEW_DOC_SECTIONS, SOURCE_DOC_SECTIONS } from './source-docs.ts';
 
@@ -167,6 +167,10 @@ export function topupSection(ctx: EmitContext): string {
     'To add to an existing balance, send the balance token in `Authorization` and the credential in `Payment-Authorization`:',
     '',
     fence('sh', `curl -s -X POST ${u.topup} \\\n  -H 'Content-Type: application/json' \\\n  -H 'Authorization: Bearer <BALANCE_TOKEN>' \\\n  -H 'Payment-Authorization: Payment <MPP_CREDENTIAL>' \\\n  -d ${body}`),
+    '',
+    'A credential in `Payment-Authorization` without the Bearer token is refused with 401 `balance-token-required` (nothing is charged): the service cannot tell which balance to credit.',
+    '',
+    `**Resending a used credential.** ${TOPUP_REPLAY_RULE}`,
   ].join('\n');
 }
 
@@ -193,7 +197,7 @@ export function balanceSection(ctx: EmitContext): string {
 
 export function errorsSection(ctx: EmitContext): string {
   return [
-    'Every refusal is an RFC 9457 problem (`Content-Type: application/problem+json`) with `type`, `title`, `status` and usually `detail`; some add `field` (the failing request field), `unknown` (unit references not in the product) or `quote` (a fresh or the unpaid quote). Branch on `type`:',
+    'Every refusal is an RFC 9457 problem (`Content-Type: application/problem+json`) with `type`, `title`, `status` and usually `detail`; some add `field` (the failing request field; `detail` then says in words what is allowed), `unknown` (unit references not in the product), `reason` (why a product has no live units yet) or `quote` (a fresh or the unpaid quote). Branch on `type`:',
     '',
     mdTable(['type', 'Status', 'When'], problemTypes(ctx).map((p) => [`\`${p.type}\``, p.status, p.when])),
     '',

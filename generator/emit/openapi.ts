@@ -3,7 +3,7 @@
 // body and path parameter against it (payments/http/openapi-validate.ts), so the bounds written here
 // (units 1..100, limit 1..100, query <= 500 characters, body <= 16 KiB) are the bounds enforced.
 import { type Emitter, JSON_TYPE, distPath, jsonBody } from './types.ts';
-import { CREDENTIAL_SHAPE, topupCodeSamples } from './topup-docs.ts';
+import { CREDENTIAL_SHAPE, TOPUP_REPLAY_RULE, topupCodeSamples } from './topup-docs.ts';
 import { PREVIEW_OPENAPI_SCHEMAS, previewOpenApiPaths } from './preview.ts';
 // The generator does not import service code (the seam is dist/); the service's payments/problem.ts
 // uses the same base, and test/service-openapi.test.ts checks the two agree.
@@ -11,7 +11,10 @@ export const PROBLEM_BASE = 'https://lds.example/problems/';
 
 /** Request and quote bounds. The service enforces exactly these (it reads them from this document). */
 export const DRAW_BOUNDS = {
+  /** Distinct unit references per draw (duplicates count once, so they are removed before this applies). */
   maxUnits: 100,
+  /** Entries of the `units` list as sent, duplicates included (the 16 KiB body bounds it anyway). */
+  maxUnitItems: 1000,
   maxLimit: 100,
   maxQueryChars: 500,
   maxBodyBytes: 16 * 1024,
@@ -19,21 +22,24 @@ export const DRAW_BOUNDS = {
 } as const;
 
 const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
-  ['malformed-request', 400, 'the body or a parameter does not match this document; `field` names the failing field'],
-  ['unsupported-currency', 400, 'a currency other than EUR'],
+  ['malformed-request', 400, 'the body or a parameter does not match this document, the body is not a JSON object, or the request is not valid HTTP/1.1 (e.g. no `Host` header); `field` names the failing field and `detail` says in words what is allowed'],
+  ['unsupported-currency', 400, 'a currency other than EUR (codes are compared case-insensitively: `eur` is EUR)'],
   ['quote-tampered', 400, 'the quote_id does not verify, or the request changes a field the quote is bound to; `field` names it'],
-  ['balance-token-required', 401, 'no `Authorization: Bearer <BALANCE_TOKEN>`'],
+  ['balance-token-required', 401, 'no `Authorization: Bearer <BALANCE_TOKEN>`: paying a quote, reading a balance, or a top-up credential sent in `Payment-Authorization` (which credits the balance the Bearer token names)'],
   ['invalid-balance-token', 401, 'the balance token is not known'],
   ['quote-expired', 402, 'the quote expired (or the unit store changed); `quote` carries a fresh quote'],
   ['insufficient-balance', 402, 'the balance does not cover the quote; `quote`, `balance` and `how_to_pay` say how to top up'],
   ['unknown-product', 404, 'no product with that product_id'],
   ['unknown-units', 404, 'unit references not in the product; `unknown` lists them'],
+  ['product-unavailable', 404, 'the product is in the catalogue but has no live units yet (`live_unit_count` 0); `reason` says why, from the catalogue\'s `_health.rollup_reason`'],
   ['no-matching-units', 404, 'the query matched no unit of the product'],
   ['not-found', 404, 'no such document'],
   ['method-not-allowed', 405, 'the path exists but not with this method'],
   ['quote-paid-by-another-balance', 409, 'the quote was already paid from a different balance'],
+  ['request-timeout', 408, 'the request (headers and body) was not received within the server\'s request timeout; the connection is closed'],
   ['body-too-large', 413, `request body above ${DRAW_BOUNDS.maxBodyBytes} bytes`],
   ['unsupported-media-type', 415, 'the body is not application/json'],
+  ['request-header-fields-too-large', 431, 'the request headers are too large'],
   ['rate-limited', 429, 'too many requests from this client; `Retry-After` says when to retry'],
   ['internal', 500, 'an unexpected error; nothing was charged and no internals are shown'],
   // POST /lds/balance/topup (payments/topup/handler.ts; test/service-openapi.test.ts checks this list is complete)
@@ -47,7 +53,7 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['payment-requires-action', 402, 'top-up: the payment needs customer action'],
   ['payment-not-completed', 402, 'top-up: the payment did not complete'],
   ['payment-token-rejected', 402, 'top-up: the processor does not accept the Shared Payment Token'],
-  ['topup-already-credited', 409, 'top-up: this credential was already credited'],
+  ['topup-already-credited', 409, 'top-up: this credential\'s challenge was already credited. The very credential that paid, resent in the same form before its challenge expires, is instead answered again (200, the same result, nothing credited); after that, or for any other credential, this 409: the credit happened and a new balance token is not shown again'],
   ['topup-in-progress', 409, 'top-up: the same credential is being processed'],
   ['payment-processor-unavailable', 502, 'top-up: the processor failed; nothing credited, resending the same credential is safe'],
   ['ledger-unavailable', 503, 'the ledger is not accepting changes'],
@@ -57,10 +63,12 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
 const money = (description: string) => ({ type: 'string', pattern: '^(0|[1-9][0-9]{0,9})\\.[0-9]{2}$', description, examples: ['5.00'] });
 
 const schemas: Record<string, unknown> = {
-  ProductId: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[a-z0-9][a-z0-9-]*$', description: 'A product id from the catalogue, e.g. `svc-language-eu`.' },
-  Currency: { type: 'string', minLength: 3, maxLength: 3, pattern: '^[A-Za-z]{3}$', description: 'ISO 4217 code. Only `EUR` is accepted (the default); any other code is refused with `unsupported-currency`.' },
+  // `x-lds-expected`: what a valid value is, in words. The service quotes it in the 400 problem that
+  // refuses a value (payments/http/openapi-validate.ts), so no one is shown a regular expression.
+  ProductId: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[a-z0-9][a-z0-9-]*$', description: 'A product id from the catalogue, e.g. `svc-language-eu`.', 'x-lds-expected': 'a product id from the catalogue: 1 to 64 lower-case letters, digits and hyphens, e.g. "svc-language-eu"' },
+  Currency: { type: 'string', minLength: 3, maxLength: 3, pattern: '^[A-Za-z]{3}$', description: 'ISO 4217 code, in any case (`EUR` and `eur` are the same). Only `EUR` is accepted (the default); any other code is refused with `unsupported-currency`.', 'x-lds-expected': 'a three-letter ISO 4217 currency code; only "EUR" (in any case) is accepted' },
   Money: money('Decimal amount in the currency, two decimals, no sign, no exponent.'),
-  UnitRef: { type: 'string', minLength: 3, maxLength: 200, pattern: '^[a-z][a-z0-9_]*\\.[a-z0-9_]+:\\S+$', description: 'A unit reference `<source>:<local id>`, e.g. `eu.eurlex:32016R0679#p12`.' },
+  UnitRef: { type: 'string', minLength: 3, maxLength: 200, pattern: '^[a-z][a-z0-9_]*\\.[a-z0-9_]+:\\S+$', description: 'A unit reference `<source>:<local id>`, e.g. `eu.eurlex:32016R0679#p12`.', 'x-lds-expected': 'a unit reference <source>:<local id> of 3 to 200 characters without spaces, e.g. "eu.eurlex:32016R0679#p12"' },
   DrawRequest: {
     type: 'object',
     description:
@@ -70,10 +78,18 @@ const schemas: Record<string, unknown> = {
     properties: {
       product_id: { $ref: '#/components/schemas/ProductId' },
       currency: { $ref: '#/components/schemas/Currency' },
-      units: { type: 'array', minItems: 1, maxItems: DRAW_BOUNDS.maxUnits, items: { $ref: '#/components/schemas/UnitRef' }, description: `1 to ${DRAW_BOUNDS.maxUnits} unit references; duplicates count once. Give either \`units\` or \`query\`.` },
-      query: { type: 'string', minLength: 1, maxLength: DRAW_BOUNDS.maxQueryChars, description: 'Full-text query (BM25, any word matches) over the product\'s units: English pivot paragraphs, provisions, and the descriptive columns of records. Case and accents are folded; a hyphenated term matches whole and by its parts (`COVID-19`, `covid 19` and `covid` find the same records). It is resolved to a unit list when the quote is made.' },
-      limit: { type: 'integer', minimum: 1, maximum: DRAW_BOUNDS.maxLimit, default: 10, description: 'With `query`: how many units at most (default 10).' },
-      quote_id: { type: 'string', minLength: 1, maxLength: 512, description: 'The `quote_id` of a 402 quote, when paying it.' },
+      units: {
+        type: 'array',
+        minItems: 1,
+        maxItems: DRAW_BOUNDS.maxUnitItems,
+        'x-lds-max-distinct': DRAW_BOUNDS.maxUnits,
+        items: { $ref: '#/components/schemas/UnitRef' },
+        description: `1 to ${DRAW_BOUNDS.maxUnits} distinct unit references. Duplicates count once: they are removed first, then the limit of ${DRAW_BOUNDS.maxUnits} applies (so 101 copies of one reference are one unit; the list itself may have at most ${DRAW_BOUNDS.maxUnitItems} entries). Give either \`units\` or \`query\`.`,
+        'x-lds-expected': `a list of 1 to ${DRAW_BOUNDS.maxUnits} distinct unit references, e.g. ["eu.eurlex:32016R0679#p12"]`,
+      },
+      query: { type: 'string', minLength: 1, maxLength: DRAW_BOUNDS.maxQueryChars, description: 'Full-text query (BM25, any word matches) over the product\'s units: English pivot paragraphs, provisions, and the descriptive columns of records. Case and accents are folded; a hyphenated term matches whole and by its parts (`COVID-19`, `covid 19` and `covid` find the same records). It is resolved to a unit list when the quote is made.', 'x-lds-expected': `a search text of 1 to ${DRAW_BOUNDS.maxQueryChars} characters, e.g. "data protection"` },
+      limit: { type: 'integer', minimum: 1, maximum: DRAW_BOUNDS.maxLimit, default: 10, description: 'With `query`: how many units at most (default 10).', 'x-lds-expected': `a whole number from 1 to ${DRAW_BOUNDS.maxLimit}` },
+      quote_id: { type: 'string', minLength: 1, maxLength: 512, description: 'The `quote_id` of a 402 quote, when paying it.', 'x-lds-expected': 'the quote_id string of a 402 quote, as it was given' },
     },
     oneOf: [
       { required: ['units'], not: { anyOf: [{ required: ['query'] }, { required: ['limit'] }] } },
@@ -184,7 +200,13 @@ const schemas: Record<string, unknown> = {
     type: 'object',
     required: ['amount'],
     properties: {
-      amount: { type: 'string', pattern: '^(0|[1-9][0-9]{0,9})(\\.[0-9]{1,2})?$', description: 'Amount to add in EUR, a decimal string with at most two decimals (never rounded); at least 5.00.', examples: ['5.00'] },
+      amount: {
+        type: 'string',
+        pattern: '^(0|[1-9][0-9]{0,9})(\\.[0-9]{1,2})?$',
+        description: 'Amount to add in EUR, a decimal string with at most two decimals (never rounded); at least 5.00.',
+        examples: ['5.00'],
+        'x-lds-expected': `a decimal string in EUR with up to two decimals and no sign or exponent, e.g. "5.00"; at least 5.00 and at most 10000.00`,
+      },
       currency: { $ref: '#/components/schemas/Currency' },
     },
   },
@@ -192,7 +214,7 @@ const schemas: Record<string, unknown> = {
     type: 'object',
     required: ['balance', 'currency'],
     properties: {
-      balance_token: { type: 'string', description: 'Only when the top-up opened a new balance (no Bearer token sent); shown once. Send it as `Authorization: Bearer <BALANCE_TOKEN>`.' },
+      balance_token: { type: 'string', description: 'Only when the top-up opened a new balance (no Bearer token sent); shown once (only the same credential resent before its challenge expires sees it again). Send it as `Authorization: Bearer <BALANCE_TOKEN>`.' },
       balance: { $ref: '#/components/schemas/Money' },
       currency: { const: 'EUR' },
     },
@@ -369,7 +391,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
               },
               content: { ...jsonContent('Quote'), ...jsonContent('Problem', 'application/problem+json') },
             },
-            '404': problemResponse('`unknown-product`, `unknown-units` (listed in `unknown`) or `no-matching-units`'),
+            '404': problemResponse('`unknown-product`, `product-unavailable` (no live units yet; `reason` says why), `unknown-units` (listed in `unknown`) or `no-matching-units`'),
             '409': problemResponse('`quote-paid-by-another-balance`'),
             '413': problemResponse('`body-too-large`'),
             '415': problemResponse('`unsupported-media-type`'),
@@ -383,7 +405,9 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
           tags: ['balance'],
           summary: `Fund a prepaid balance through MPP (minimum ${minTopup} EUR)`,
           description:
-            'The first request answers 402 with `WWW-Authenticate: Payment` (method `stripe`, intent `charge`). Repeat it with the MPP credential carrying a Shared Payment Token in `Authorization: Payment …` to open a new balance; to credit an existing balance send `Authorization: Bearer <BALANCE_TOKEN>` and the credential in `Payment-Authorization`. The 200 answer carries `Payment-Receipt`. A challenge credits at most once.\n\nThe credential: ' +
+            'The first request answers 402 with `WWW-Authenticate: Payment` (method `stripe`, intent `charge`). Repeat it with the MPP credential carrying a Shared Payment Token in `Authorization: Payment …` to open a new balance; to credit an existing balance send `Authorization: Bearer <BALANCE_TOKEN>` and the credential in `Payment-Authorization`. The 200 answer carries `Payment-Receipt`. A credential in `Payment-Authorization` without the Bearer token is refused (401 `balance-token-required`), never answered with a new challenge.\n\n' +
+            TOPUP_REPLAY_RULE +
+            '\n\nThe credential: ' +
             CREDENTIAL_SHAPE +
             ' The `x-codeSamples` run both legs with curl.',
           'x-codeSamples': topupCodeSamples(ctx),
@@ -392,12 +416,13 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
           responses: {
             '200': { description: 'Credited', headers: { 'Payment-Receipt': { schema: { type: 'string' } } }, content: jsonContent('TopupResponse') },
             '400': problemResponse('`malformed-request` (amount below the minimum, bad decimal) or `unsupported-currency`'),
-            '401': problemResponse('the balance token to credit is not known'),
+            '401': problemResponse('`invalid-balance-token` (the balance token to credit is not known) or `balance-token-required` (a credential in `Payment-Authorization` without `Authorization: Bearer <BALANCE_TOKEN>`)'),
             '402': {
               description: 'MPP Challenge (`WWW-Authenticate: Payment …`), or the payment was declined',
               headers: { 'WWW-Authenticate': { schema: { type: 'string' }, example: TOPUP_CHALLENGE_EXAMPLE } },
               content: jsonContent('Problem', 'application/problem+json'),
             },
+            '409': problemResponse('`topup-already-credited` (see the replay rule above) or `topup-in-progress`'),
             '413': problemResponse('`body-too-large`'),
             '415': problemResponse('`unsupported-media-type`'),
             ...commonProblems,

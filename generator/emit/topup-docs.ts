@@ -108,6 +108,10 @@ export function credentialSection(ctx: EmitContext): string {
   ].join('\n');
 }
 
+/** The one rule for a used top-up credential (payments/topup/handler.ts answerAgain); README and docs say the same. */
+export const TOPUP_REPLAY_RULE =
+  'A used credential: the very credential that paid, resent in the same form (with or without the Bearer token) while its challenge is valid (its `expires`, 5 minutes), is answered again with the same result - 200, the same `balance_token` if that top-up opened the balance, the current balance, the same receipt - and credits nothing; this is how a buyer who lost the answer recovers it. After the challenge expired, or for any other credential of a credited challenge, the answer is 409 `topup-already-credited`: the credit happened, nothing is charged or credited again, and the balance token is not shown again. A challenge credits at most once.';
+
 /** Step 2 of llms.txt's buying flow: the challenge, the exact credential, the test tokens. */
 export function llmsTopupStep(ctx: EmitContext): string {
   const x = topupScriptInput(ctx);
@@ -116,6 +120,8 @@ export function llmsTopupStep(ctx: EmitContext): string {
     `2. Top up (once): POST ${x.topup_url} with ${JSON.stringify(x.body)}. Answer: 402 with an MPP challenge: WWW-Authenticate: Payment id="…", realm="…", method="stripe", intent="charge", request="…", description="…", expires="…". ` +
     `Repeat the request with ${CREDENTIAL_SHAPE.replace(/`/g, '')} ` +
     `Answer: 200 with balance_token (shown once) and balance. Minimum ${c.minimum_topup} ${c.currency}. ` +
+    `To credit an existing balance send Authorization: Bearer <BALANCE_TOKEN> and the credential in Payment-Authorization (without the Bearer token that is a 401 balance-token-required). ` +
+    `${TOPUP_REPLAY_RULE.replace(/`/g, '')} ` +
     `Sandbox test tokens: any spt_… is accepted (e.g. ${SANDBOX_SPTS.accepted}), ${SANDBOX_SPTS.declined} is declined, ${SANDBOX_SPTS.requiresAction} requires customer action. The documentation has a curl script for both legs.`
   );
 }

@@ -76,14 +76,17 @@ export function malformed(error: z.ZodError, where: string, prefix?: string): Pr
 
 /** Bounds of a draw request: the service reads them from the OpenAPI document (RequestValidator.bounds). */
 export interface AgentBounds {
+  /** Distinct unit references (duplicates count once). */
   maxUnits: number;
+  /** Entries of the list as sent, duplicates included. */
+  maxUnitItems: number;
   maxLimit: number;
   defaultLimit: number;
   maxQueryChars: number;
 }
 
 /** Only used when the mount is not given the OpenAPI bounds; the service still applies its own. */
-export const FALLBACK_BOUNDS: AgentBounds = { maxUnits: 1000, maxLimit: 1000, defaultLimit: 10, maxQueryChars: 1000 };
+export const FALLBACK_BOUNDS: AgentBounds = { maxUnits: 1000, maxUnitItems: 1000, maxLimit: 1000, defaultLimit: 10, maxQueryChars: 1000 };
 
 export const productIdSchema = z.string().min(1).max(64).describe('The product id (also the A2A skill id), e.g. "svc-language-eu". list_products names them all.');
 export const currencySchema = z.string().min(1).max(16).describe('Currency of the quote; only "EUR" is accepted (the default).');
@@ -101,9 +104,9 @@ export function drawRequestShape(b: AgentBounds) {
     units: z
       .array(z.string().min(3).max(200))
       .min(1)
-      .max(b.maxUnits)
+      .max(b.maxUnitItems)
       .optional()
-      .describe(`Unit references to buy (1 to ${b.maxUnits}), e.g. ["eu.eurlex:32016R0679#p12"]. Give either \`units\` or \`query\`.`),
+      .describe(`Unit references to buy (1 to ${b.maxUnits} distinct; duplicates count once), e.g. ["eu.eurlex:32016R0679#p12"]. Give either \`units\` or \`query\`.`),
     query: z.string().min(1).max(b.maxQueryChars).optional().describe("Full-text query over the product's English text, instead of `units`; resolved to a unit list when quoted."),
     limit: z.number().int().min(1).max(b.maxLimit).optional().describe(`With \`query\`: how many units at most (1 to ${b.maxLimit}, default ${b.defaultLimit}).`),
     currency: currencySchema.optional(),

@@ -24,10 +24,18 @@ export const CURRENCY = 'EUR';
 
 export const problems = {
   malformed: (field: string, detail: string) => new Problem(400, 'malformed-request', 'Malformed request', detail, { field }),
-  currency: (c: string) => new Problem(400, 'unsupported-currency', 'Unsupported currency', `Only EUR is accepted, not ${JSON.stringify(c.slice(0, 16))}.`, { field: 'currency' }),
+  currency: (c: string) => new Problem(400, 'unsupported-currency', 'Unsupported currency', `currency must be "EUR" (in any case); ${JSON.stringify(c.slice(0, 16))} is not accepted.`, { field: 'currency' }),
   unknownProduct: (id: string) => new Problem(404, 'unknown-product', 'Unknown product', `There is no product ${JSON.stringify(id.slice(0, 80))}; GET /v1/lds/_catalog lists them.`, { field: 'product_id' }),
   unknownUnits: (productId: string, unknown: string[]) =>
     new Problem(404, 'unknown-units', 'Unknown units', `${unknown.length} unit reference${unknown.length > 1 ? 's are' : ' is'} not in ${productId}: ${unknown.slice(0, 5).join(', ')}${unknown.length > 5 ? ', …' : ''}`, { field: 'units', unknown }),
+  unavailable: (p: CatalogueProduct) =>
+    new Problem(
+      404,
+      'product-unavailable',
+      'Product has no live units yet',
+      `${p.product_id} is in the catalogue but has no live units to sell yet (launch state ${p.launch_state}): ${p._health?.rollup_reason || 'none of its sources serves rows yet'}. Nothing was quoted or charged; GET /v1/lds/_catalog shows live_unit_count per product.`,
+      { field: 'product_id', product_id: p.product_id, live_unit_count: 0, reason: p._health?.rollup_reason ?? null },
+    ),
   noMatch: (productId: string) => new Problem(404, 'no-matching-units', 'No matching units', `The query matched no unit of ${productId}.`, { field: 'query' }),
   tampered: (field: string, detail: string) => new Problem(400, 'quote-tampered', 'Quote does not match', detail, { field }),
   tokenRequired: () =>
@@ -236,29 +244,37 @@ export class StoreDrawService implements DrawService {
    */
   private resolveRequest(req: DrawRequest): Resolved {
     const b = this.o.bounds;
-    if (!req || typeof req !== 'object') throw problems.malformed('(body)', 'the draw request must be a JSON object');
-    if (typeof req.product_id !== 'string' || req.product_id === '') throw problems.malformed('product_id', 'product_id is required');
+    if (!req || typeof req !== 'object' || Array.isArray(req)) throw problems.malformed('(body)', 'the draw request must be a JSON object such as {"product_id": "svc-language-eu", "query": "data protection"}');
+    if (typeof req.product_id !== 'string' || req.product_id === '') throw problems.malformed('product_id', 'product_id is required: a product id from the catalogue, e.g. "svc-language-eu"');
     const currency = req.currency ?? CURRENCY;
-    if (typeof currency !== 'string') throw problems.malformed('currency', 'currency must be a string');
+    if (typeof currency !== 'string') throw problems.malformed('currency', 'currency must be a three-letter currency code; only "EUR" (in any case) is accepted');
     if (currency.toUpperCase() !== CURRENCY) throw problems.currency(currency);
     const product = this.products.get(req.product_id);
     if (!product) throw problems.unknownProduct(req.product_id);
+    // A product without live units can match nothing: say why (the catalogue knows) instead of a
+    // no-matching-units that suggests the query was wrong.
+    if (product.live_unit_count === 0) throw problems.unavailable(product);
     const hasUnits = req.units !== undefined;
     const hasQuery = req.query !== undefined;
     if (hasUnits === hasQuery) throw problems.malformed('units', 'give either `units` (unit references) or `query` (with an optional `limit`), not both');
     if (hasUnits) {
       if (req.limit !== undefined) throw problems.malformed('limit', '`limit` goes with `query`, not with `units`');
       const u = req.units;
-      if (!Array.isArray(u) || u.length < 1 || u.length > b.maxUnits) throw problems.malformed('units', `units must be an array of 1 to ${b.maxUnits} unit references`);
+      const unitsWanted = `a list of 1 to ${b.maxUnits} distinct unit references, e.g. ["eu.eurlex:32016R0679#p12"]`;
+      if (!Array.isArray(u) || u.length < 1 || u.length > b.maxUnitItems) throw problems.malformed('units', `units must be ${unitsWanted}`);
       u.forEach((ref, i) => {
-        if (typeof ref !== 'string' || ref.length < 3 || ref.length > 200 || !ref.includes(':')) throw problems.malformed(`units.${i}`, `units.${i} is not a unit reference (<source>:<id>)`);
+        if (typeof ref !== 'string' || ref.length < 3 || ref.length > 200 || !ref.includes(':'))
+          throw problems.malformed(`units.${i}`, `units.${i} must be a unit reference <source>:<local id> of 3 to 200 characters, e.g. "eu.eurlex:32016R0679#p12"`);
       });
-      return { product, currency: CURRENCY, units: [...new Set(u)] };
+      // Duplicates count once: remove them first, then apply the limit on distinct references.
+      const distinct = [...new Set(u)];
+      if (distinct.length > b.maxUnits) throw problems.malformed('units', `units must be ${unitsWanted}; this request names ${distinct.length} distinct references`);
+      return { product, currency: CURRENCY, units: distinct };
     }
     const query = req.query;
-    if (typeof query !== 'string' || query.trim() === '' || query.length > b.maxQueryChars) throw problems.malformed('query', `query must be 1 to ${b.maxQueryChars} characters`);
+    if (typeof query !== 'string' || query.trim() === '' || query.length > b.maxQueryChars) throw problems.malformed('query', `query must be a search text of 1 to ${b.maxQueryChars} characters, e.g. "data protection"`);
     const limit = req.limit ?? b.defaultLimit;
-    if (!Number.isInteger(limit) || limit < 1 || limit > b.maxLimit) throw problems.malformed('limit', `limit must be an integer from 1 to ${b.maxLimit}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > b.maxLimit) throw problems.malformed('limit', `limit must be a whole number from 1 to ${b.maxLimit}`);
     return { product, currency: CURRENCY, query, limit };
   }
 

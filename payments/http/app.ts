@@ -81,6 +81,19 @@ function problems(logger: Logger): Middleware {
   };
 }
 
+/**
+ * HTTP/1.1 requires a Host header (RFC 9112 section 3.2). The server lets such requests through
+ * (requireHostHeader: false, serve.ts) so the refusal is a problem like every other one.
+ */
+const requireHost: Middleware = (ctx, next) => {
+  const req = ctx.req;
+  if (req.headers.host === undefined && (req.httpVersionMajor > 1 || (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1))) {
+    ctx.set('Connection', 'close');
+    throw new Problem(400, 'malformed-request', 'Malformed request', 'An HTTP/1.1 request must carry a Host header naming the server, e.g. "Host: 127.0.0.1:8080" (RFC 9112, section 3.2).', { field: 'Host' });
+  }
+  return next();
+};
+
 /** The Link header that says "your balance can pay this": an absolute URL from base_url. */
 function paymentLink(drawUrl: string): string {
   return `<${drawUrl}>; rel="payment"`;
@@ -162,6 +175,7 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
   });
 
   app.use(problems(o.logger));
+  app.use(requireHost);
   app.use(staticMiddleware(o.site));
   if (o.rateLimit.perSecond > 0) app.use(rateLimitMiddleware(o.rateLimit.perSecond, o.rateLimit.burst)); // 0 = no limit
   app.use(drawFastPath);

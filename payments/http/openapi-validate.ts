@@ -17,7 +17,10 @@ interface OpenApiDoc {
 }
 
 export interface DrawBounds {
+  /** Distinct unit references per draw (duplicates are removed before this applies). */
   maxUnits: number;
+  /** Entries of the `units` list as sent, duplicates included. */
+  maxUnitItems: number;
   maxLimit: number;
   defaultLimit: number;
   maxQueryChars: number;
@@ -42,8 +45,37 @@ export function fieldOf(e: ErrorObject): string {
   return base.join('.') || '(body)';
 }
 
+/** What a value of JSON type `t` is called in a sentence. */
+const TYPE_WORDS: Record<string, string> = {
+  object: 'a JSON object',
+  array: 'a list (JSON array)',
+  string: 'a string',
+  integer: 'a whole number',
+  number: 'a number',
+  boolean: 'true or false',
+  null: 'null',
+};
+
+/** The JSON type of a value, in words: "an array", "null", "a string"... */
+export function jsonTypeOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list (JSON array)';
+  if (typeof v === 'object') return 'a JSON object';
+  if (typeof v === 'string') return 'a string';
+  if (typeof v === 'number') return 'a number';
+  if (typeof v === 'boolean') return String(v);
+  return typeof v;
+}
+
+/**
+ * One sentence a person can act on: the field, and what is allowed, in words. The OpenAPI document
+ * says what a valid value is in `x-lds-expected` (ajv's `parentSchema`, with `verbose`); without it
+ * the sentence is built from the keyword. Never a regular expression or ajv's own phrasing.
+ */
 function describe(e: ErrorObject): string {
   const field = fieldOf(e);
+  const expected = (e.parentSchema as { 'x-lds-expected'?: string } | undefined)?.['x-lds-expected'];
+  const p = e.params as Record<string, unknown>;
   switch (e.keyword) {
     case 'required':
       return `${field} is required`;
@@ -52,8 +84,28 @@ function describe(e: ErrorObject): string {
     case 'oneOf':
     case 'not':
       return 'give either `units` (unit references) or `query` (with an optional `limit`), not both';
+    case 'type': {
+      const want = String(p.type).split(',').map((t) => TYPE_WORDS[t] ?? t).join(' or ');
+      return `${field} must be ${expected ?? want} (got ${jsonTypeOf(e.data)})`;
+    }
+    case 'minimum':
+    case 'exclusiveMinimum':
+    case 'maximum':
+    case 'exclusiveMaximum':
+      return `${field} must be ${expected ?? `a number ${e.keyword.includes('inimum') ? 'at least' : 'at most'} ${String(p.limit)}`}`;
+    case 'minItems':
+    case 'maxItems':
+      return `${field} must be ${expected ?? 'a list'}${e.keyword === 'maxItems' ? ` (at most ${String(p.limit)} entries)` : ''}`;
+    case 'minLength':
+    case 'maxLength':
+      return `${field} must be ${expected ?? `${e.keyword === 'minLength' ? 'at least' : 'at most'} ${String(p.limit)} characters`}`;
+    case 'const':
+      return `${field} must be ${JSON.stringify(p.allowedValue)}`;
+    case 'enum':
+      return `${field} must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
     default:
-      return `${field} ${e.message ?? 'is invalid'}`;
+      // pattern, format and anything else: say what a valid value is.
+      return expected ? `${field} must be ${expected}` : `${field} is not valid here; see the OpenAPI document for its form`;
   }
 }
 
@@ -64,6 +116,17 @@ function describe(e: ErrorObject): string {
 function firstError(errors: ErrorObject[]): ErrorObject {
   const concrete = errors.filter((e) => !['oneOf', 'not', 'anyOf', 'if'].includes(e.keyword) && !e.schemaPath.includes('/oneOf/'));
   return concrete[0] ?? errors.find((e) => e.keyword === 'oneOf') ?? errors[0];
+}
+
+/** 400 for a body that parsed as JSON but is not an object (`[1,2]`, `null`, `"x"`, `5`). */
+const BODY_EXAMPLES: Record<string, string> = {
+  draw: '{"product_id": "svc-language-eu", "query": "data protection"}',
+  topUp: '{"amount": "5.00", "currency": "EUR"}',
+};
+
+export function notAnObject(body: unknown, operationId?: string): Problem {
+  const example = operationId ? BODY_EXAMPLES[operationId] : undefined;
+  return new Problem(400, 'malformed-request', 'Malformed request', `the request body must be a JSON object${example ? ` such as ${example}` : ''}, not ${jsonTypeOf(body)}`, { field: '(body)' });
 }
 
 export function malformed(errors: ErrorObject[] | null | undefined, where: string): Problem {
@@ -83,7 +146,8 @@ function boundsFrom(doc: OpenApiDoc): DrawBounds {
   if (!req) throw new Error('the OpenAPI document has no DrawRequest schema');
   const limits = (doc as unknown as { 'x-lds-limits'?: { max_body_bytes?: number } })['x-lds-limits'];
   return {
-    maxUnits: num(req.properties.units?.maxItems, 'units.maxItems'),
+    maxUnits: num(req.properties.units?.['x-lds-max-distinct'], 'units.x-lds-max-distinct'),
+    maxUnitItems: num(req.properties.units?.maxItems, 'units.maxItems'),
     maxLimit: num(req.properties.limit?.maximum, 'limit.maximum'),
     defaultLimit: num(req.properties.limit?.default, 'limit.default'),
     maxQueryChars: num(req.properties.query?.maxLength, 'query.maxLength'),
@@ -95,7 +159,8 @@ export function createRequestValidator(document: unknown): RequestValidator {
   const doc = document as OpenApiDoc;
   if (!doc || typeof doc !== 'object' || !doc.paths) throw new Error('not an OpenAPI document');
   // strict: false because the document carries OpenAPI-only keywords beside the schemas.
-  const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true });
+  // verbose: errors carry the failing schema, whose `x-lds-expected` words the message.
+  const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true, verbose: true });
   addFormats(ajv);
   ajv.addSchema({ $id: DOC_ID, components: doc.components ?? {} });
   // Schemas in the document point at '#/components/...'; resolve them against the added document.
@@ -123,6 +188,9 @@ export function createRequestValidator(document: unknown): RequestValidator {
     body(operationId, body) {
       const v = bodies.get(operationId);
       if (!v) throw new Error(`no request body schema for ${operationId}`);
+      // Every JSON body of this API is an object; say so before the schema's combinators (oneOf)
+      // produce a message about its fields.
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) throw notAnObject(body, operationId);
       if (!v(body)) throw malformed(v.errors, 'request body');
     },
     params(operationId, values) {
@@ -132,7 +200,11 @@ export function createRequestValidator(document: unknown): RequestValidator {
           if (p.required) throw new Problem(400, 'malformed-request', 'Malformed request', `path parameter ${p.name} is required`, { field: p.name });
           continue;
         }
-        if (!p.validate(value)) throw new Problem(400, 'malformed-request', 'Malformed request', `path parameter ${p.name} ${p.validate.errors?.[0]?.message ?? 'is invalid'}`, { field: p.name });
+        if (!p.validate(value)) {
+          const e = p.validate.errors?.[0];
+          const expected = (e?.parentSchema as { 'x-lds-expected'?: string } | undefined)?.['x-lds-expected'];
+          throw new Problem(400, 'malformed-request', 'Malformed request', `path parameter ${p.name} must be ${expected ?? 'a valid value as the OpenAPI document describes'}`, { field: p.name });
+        }
       }
     },
   };

@@ -515,6 +515,9 @@ export interface OpenUnitStoreOptions {
   forwardCost?: number;
 }
 
+/** Opening failed because another process holds the unit store's LevelDB lock. */
+export class UnitStoreLockedError extends Error {}
+
 /** Opens the store that <storeRoot>/CURRENT names. Throws with a clear message when there is none. */
 export async function openUnitStore(storeRoot: string, opts: OpenUnitStoreOptions = {}): Promise<UnitStoreReader & { rank: LevelUnitStore['rank'] }> {
   let version: string;
@@ -531,7 +534,20 @@ export async function openUnitStore(storeRoot: string, opts: OpenUnitStoreOption
     createIfMissing: false,
     cacheSize: opts.cacheSize ?? 8 << 20,
   });
-  await db.open();
+  try {
+    await db.open();
+  } catch (err) {
+    const dir = join(storeRoot, version);
+    if ((err as { cause?: { code?: string } }).cause?.code === 'LEVEL_LOCKED') {
+      throw new UnitStoreLockedError(
+        `the unit store database ${dir} is held by another process (a running service, or a build pruning it). A LevelDB opens in one process only: ` +
+          'stop the other process, or give each service instance its own copy of the unit store (copy the store folder and point LDS_STORE_DIR at the copy); ' +
+          'to run several instances on one ledger, use the PostgreSQL ledger (LDS_LEDGER_URL=postgres://...).',
+        { cause: err },
+      );
+    }
+    throw new Error(`the unit store database ${dir} could not be opened: ${(err as Error).message}${(err as { cause?: Error }).cause ? ` (${(err as { cause: Error }).cause.message})` : ''}`, { cause: err });
+  }
   try {
     const [m, l, x] = await db.getMany([KEY.meta, KEY.licences, KEY.index]);
     if (!m || !l || !x) throw new Error(`unit store ${version} is incomplete (no meta)`);

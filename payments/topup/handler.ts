@@ -43,6 +43,7 @@ export const TOPUP_PROBLEMS = {
   unsupportedCurrency: 'unsupported-currency', // 400, field currency
   bodyTooLarge: 'body-too-large', // 413
   invalidBalanceToken: 'invalid-balance-token', // 401: Bearer given but malformed or unknown
+  balanceTokenRequired: 'balance-token-required', // 401: Payment-Authorization without the Bearer token it goes with
   paymentRequired: 'payment-required', // 402 with the MPP challenge
   credentialInvalid: 'payment-credential-invalid', // 402 with a fresh challenge: bad/expired/mismatched credential
   declined: 'payment-declined', // 402, final: the card was declined
@@ -68,6 +69,8 @@ export interface TopupHandlerOptions {
   maximumCents?: number;
   /** challenge lifetime; also the window in which a failed attempt can be resent (default 5) */
   challengeTtlMinutes?: number;
+  /** Tests: the clock that decides whether a resent credential's challenge has expired. */
+  now?: () => number;
 }
 
 /** 200 answer body. balance_token only when the top-up created the balance. */
@@ -90,6 +93,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
   const minimum = options.minimumCents ?? TOPUP_MINIMUM_CENTS;
   const maximum = options.maximumCents ?? TOPUP_MAXIMUM_CENTS;
   const ttlMinutes = options.challengeTtlMinutes ?? 5;
+  const now = options.now ?? Date.now;
 
   // The processor's client, observed so failures can be told apart (see processors/observe.ts).
   const observed = observeCharges(processor.client);
@@ -121,6 +125,10 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
         if (bal.currency !== TOPUP_CURRENCY) throw new Problem(400, TOPUP_PROBLEMS.unsupportedCurrency, 'Unsupported currency', `this balance is held in ${bal.currency}`, { field: 'currency' });
         target = { hash, create: false };
       } else {
+        // A credential in Payment-Authorization is for crediting the balance that Authorization
+        // names; without that Bearer token we cannot tell which balance, so say so instead of
+        // starting a new challenge (nothing is charged).
+        if (ctx.get('Payment-Authorization')) throw balanceTokenMissing();
         target = { hash: '', create: true }; // the token is minted only once the money is in
       }
       const credentialHeader = bearer ? 'Payment-Authorization' : 'Authorization';
@@ -128,13 +136,14 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
 
       // Refuse a credential whose challenge is in flight (on any instance: the claim lives in the
       // ledger) or already credited, before charging.
-      const challengeId = verifiedChallengeId(ctx.get(credentialHeader), secretKey);
+      const verified = verifiedChallenge(ctx.get(credentialHeader), secretKey);
+      const challengeId = verified?.id ?? null;
       const claim = challengeId ? await ledger.claimChallenge(challengeId, CHALLENGE_CLAIM_MS) : null;
       if (challengeId && !claim) throw new Problem(409, TOPUP_PROBLEMS.inProgress, 'Top-up in progress', 'this payment credential is being processed; retry shortly to learn the outcome');
       try {
         const prior = challengeId ? await ledger.findTopupByChallenge(challengeId) : null;
         if (prior) {
-          await answerAgain(ctx, prior, target, ctx.get(credentialHeader));
+          await answerAgain(ctx, prior, target, ctx.get(credentialHeader), verified?.expires);
           return;
         }
         const handle = server.charge({ amount: formatCents(cents), description: `Prepaid balance top-up ${formatCents(cents)} ${TOPUP_CURRENCY}`, expires: new Date(Date.now() + ttlMinutes * 60_000) });
@@ -201,13 +210,25 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
   }
 
   /**
-   * A credential whose challenge is already credited. When it is the very credential that paid (the
-   * buyer lost our 200 and resent it, as the 503/502 answers tell them to), answer again - the same
-   * balance token, the current balance, the same receipt - and credit nothing. Anything else: 409.
+   * A credential whose challenge is already credited. One rule for both forms (with and without a
+   * Bearer token), written down in the README and the OpenAPI document:
+   *
+   *   - the very credential that paid, resent in the same form while its challenge is still valid
+   *     (the `expires` the challenge carries, 5 minutes): the buyer lost our 200 and resent it, as
+   *     the 502/503 answers tell them to. Answer again - the same balance token (only if that top-up
+   *     opened the balance), the current balance, the same receipt - and credit nothing. Until the
+   *     challenge expires the credential is as good as the token anyway: had the buyer not sent it,
+   *     whoever holds it could have redeemed it and received the token. So this window shows the
+   *     token to no one who could not have had it.
+   *   - anything else (another credential for that challenge, another form or balance, or the same
+   *     credential after its challenge expired): 409 `topup-already-credited`, saying the credit
+   *     happened and the token is not shown again. A credential that leaks later is worth nothing.
    */
-  async function answerAgain(ctx: Context, prior: TopupRecord, target: { hash: string; create: boolean }, credential: string): Promise<void> {
+  async function answerAgain(ctx: Context, prior: TopupRecord, target: { hash: string; create: boolean }, credential: string, expires: string | undefined): Promise<void> {
     const same = prior.credential_sha256 !== undefined && hashesEqual(prior.credential_sha256, sha256Hex(credential));
     if (!same || prior.created_balance !== target.create || (!target.create && !hashesEqual(prior.token_hash, target.hash))) throw alreadyCredited();
+    const until = expires ? Date.parse(expires) : NaN;
+    if (!(until > now())) throw alreadyCredited();
     const token = prior.created_balance ? balanceTokenForChallenge(secretKey, prior.challenge_id) : null;
     if (token && !hashesEqual(token.hash, prior.token_hash)) throw alreadyCredited(); // minted under another secret
     const bal = await ledger.getBalance(prior.token_hash);
@@ -244,7 +265,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
       problem = new Problem(402, TOPUP_PROBLEMS.tokenRejected, 'Payment token rejected', obs.error.message);
     } else if (obs.error) {
       logger?.error({ challenge: challengeId ? short(challengeId) : undefined, kind: obs.error.kind, code: obs.error.code, message: obs.error.message }, 'top-up: processor error');
-      problem = new Problem(502, TOPUP_PROBLEMS.processorUnavailable, 'Payment processor unavailable', 'the payment could not be completed; nothing was credited. Resending the same request with the same credential is safe.');
+      problem = new Problem(502, TOPUP_PROBLEMS.processorUnavailable, 'Payment processor unavailable', 'the payment could not be completed; nothing was credited. Resending the same request with the same credential before the challenge expires (5 minutes) is safe.');
     } else if (obs.result?.status === 'requires_action') {
       log('requires_action', { payment: obs.result.id });
       problem = new Problem(402, TOPUP_PROBLEMS.requiresAction, 'Payment requires action', 'the payment needs customer authentication (e.g. 3-D Secure) and was not completed; nothing was credited', { payment_status: 'requires_action' });
@@ -267,15 +288,16 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
 /** Validates the top-up body and returns the amount in cents (throws a 400 Problem). */
 export function parseTopupBody(body: unknown, minimumCents = TOPUP_MINIMUM_CENTS, maximumCents = TOPUP_MAXIMUM_CENTS): number {
   if (!body || typeof body !== 'object' || Array.isArray(body)) {
-    throw new Problem(400, TOPUP_PROBLEMS.malformedBody, 'Malformed request body', 'the body must be a JSON object such as {"amount":"5.00","currency":"EUR"}', { field: '(body)' });
+    throw new Problem(400, TOPUP_PROBLEMS.malformedBody, 'Malformed request body', 'the request body must be a JSON object such as {"amount": "5.00", "currency": "EUR"}', { field: '(body)' });
   }
   const { amount, currency } = body as Record<string, unknown>;
-  if (currency !== undefined && currency !== TOPUP_CURRENCY) {
-    throw new Problem(400, TOPUP_PROBLEMS.unsupportedCurrency, 'Unsupported currency', `only ${TOPUP_CURRENCY} is accepted`, { field: 'currency' });
+  // Currency codes are compared case-insensitively everywhere (the MPP challenge itself says `eur`).
+  if (currency !== undefined && (typeof currency !== 'string' || currency.toUpperCase() !== TOPUP_CURRENCY)) {
+    throw new Problem(400, TOPUP_PROBLEMS.unsupportedCurrency, 'Unsupported currency', `currency must be "${TOPUP_CURRENCY}" (in any case)${typeof currency === 'string' ? `; ${JSON.stringify(currency.slice(0, 16))} is not accepted` : ''}`, { field: 'currency' });
   }
   const cents = parseAmountCents(amount);
   if (cents === null) {
-    throw new Problem(400, TOPUP_PROBLEMS.invalidAmount, 'Invalid amount', 'amount must be a decimal string with at most two decimals, e.g. "5.00"; it is never rounded', { field: 'amount' });
+    throw new Problem(400, TOPUP_PROBLEMS.invalidAmount, 'Invalid amount', amountWanted(minimumCents, maximumCents), { field: 'amount' });
   }
   if (cents < minimumCents) {
     throw new Problem(400, TOPUP_PROBLEMS.belowMinimum, 'Top-up below the minimum', `the minimum top-up is ${formatCents(minimumCents)} ${TOPUP_CURRENCY}`, { field: 'amount', minimum: formatCents(minimumCents) });
@@ -284,6 +306,11 @@ export function parseTopupBody(body: unknown, minimumCents = TOPUP_MINIMUM_CENTS
     throw new Problem(400, TOPUP_PROBLEMS.aboveMaximum, 'Top-up above the maximum', `the maximum top-up is ${formatCents(maximumCents)} ${TOPUP_CURRENCY}`, { field: 'amount', maximum: formatCents(maximumCents) });
   }
   return cents;
+}
+
+/** What a valid top-up amount is, in words (the same sentence the OpenAPI document's `x-lds-expected` gives). */
+export function amountWanted(minimumCents = TOPUP_MINIMUM_CENTS, maximumCents = TOPUP_MAXIMUM_CENTS): string {
+  return `amount must be a decimal string in ${TOPUP_CURRENCY} with up to two decimals and no sign or exponent, e.g. "5.00"; at least ${formatCents(minimumCents)} and at most ${formatCents(maximumCents)} (it is never rounded)`;
 }
 
 /** Uses the body a body parser left on ctx.request, else reads (bounded) and parses it here. */
@@ -307,16 +334,16 @@ async function readBody(ctx: Context): Promise<unknown> {
 }
 
 /**
- * The challenge id of a Payment credential, only if its HMAC proves we issued it (the same check
- * mppx makes), so an attacker cannot make us look up or lock arbitrary ids.
+ * The challenge id (and expiry) of a Payment credential, only if its HMAC proves we issued it (the
+ * same check mppx makes), so an attacker cannot make us look up or lock arbitrary ids.
  */
-function verifiedChallengeId(header: string | undefined, secretKey: string): string | null {
+function verifiedChallenge(header: string | undefined, secretKey: string): { id: string; expires: string | undefined } | null {
   if (!header) return null;
   try {
     const payment = Credential.extractPaymentScheme(header);
     if (!payment) return null;
     const credential = Credential.deserialize(payment);
-    return Challenge.verify(credential.challenge, { secretKey }) ? credential.challenge.id : null;
+    return Challenge.verify(credential.challenge, { secretKey }) ? { id: credential.challenge.id, expires: credential.challenge.expires } : null;
   } catch {
     return null; // malformed: mppx will answer it with a fresh challenge
   }
@@ -353,12 +380,27 @@ function invalidToken(): Problem {
 }
 
 function alreadyCredited(): Problem {
-  return new Problem(409, TOPUP_PROBLEMS.alreadyCredited, 'Top-up already credited', 'this payment credential was already used; request a new challenge to top up again');
+  return new Problem(
+    409,
+    TOPUP_PROBLEMS.alreadyCredited,
+    'Top-up already credited',
+    'this payment credential was already credited to a balance; nothing was charged or credited now. The balance token of a new balance is shown once, in the answer to that credential (and again only to the same credential resent before its challenge expires), never after. To top up again, start over without a credential to get a new challenge.',
+  );
+}
+
+function balanceTokenMissing(): Problem {
+  return new Problem(
+    401,
+    TOPUP_PROBLEMS.balanceTokenRequired,
+    'Balance token required',
+    'a credential in Payment-Authorization credits the balance named by `Authorization: Bearer <BALANCE_TOKEN>`, and no Bearer token was sent. To credit an existing balance, send its token in Authorization with the credential in Payment-Authorization; to open a new balance, send the credential as `Authorization: Payment <credential>`. Nothing was charged.',
+    { field: 'Authorization' },
+  );
 }
 
 function writeProblem(ctx: Context, p: Problem): void {
   ctx.status = p.status;
-  if (p.status === 401) ctx.set('WWW-Authenticate', 'Bearer error="invalid_token"');
+  if (p.status === 401) ctx.set('WWW-Authenticate', p.type.endsWith('/balance-token-required') ? 'Bearer realm="lds"' : 'Bearer error="invalid_token"');
   ctx.type = PROBLEM_CONTENT_TYPE;
   ctx.body = p.toJSON(ctx.path);
 }
@@ -366,7 +408,7 @@ function writeProblem(ctx: Context, p: Problem): void {
 function respondError(ctx: Context, e: unknown, logger?: LoggerLike): void {
   if (e instanceof LedgerUnavailableError) {
     logger?.error({ err: e.reason }, 'top-up: ledger unavailable');
-    return writeProblem(ctx, new Problem(503, TOPUP_PROBLEMS.ledgerUnavailable, 'Ledger unavailable', 'the balance ledger is not accepting changes; if you were charged, resend the same request with the same credential after a short wait'));
+    return writeProblem(ctx, new Problem(503, TOPUP_PROBLEMS.ledgerUnavailable, 'Ledger unavailable', 'the balance ledger is not accepting changes; if you were charged, resend the same request with the same credential after a short wait, before the challenge expires (5 minutes), to get the answer'));
   }
   if (e instanceof Problem) return writeProblem(ctx, e);
   logger?.error({ err: redactTokens(e instanceof Error ? e.message : String(e)) }, 'top-up: internal error');

@@ -24,6 +24,15 @@ export function sharedSecrets(): Record<string, string> {
   return { LDS_QUOTE_SECRET: randomBytes(32).toString('hex'), MPP_SECRET_KEY: randomBytes(32).toString('hex') };
 }
 
+/** Every child still running, killed when the test process exits so a failed start never leaves one behind. */
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+/** How long a start may take: generous, since a loaded CI machine starts several instances at once. */
+const START_TIMEOUT_MS = 90_000;
+
 export async function startInstance(fx: Fixture, env: Record<string, string>, varDir?: string): Promise<Instance> {
   const dir = varDir ?? (await mkdtemp(join(fx.root, 'var-inst-')));
   // Its own copy of the unit store (a LevelDB opens in one process only), as each production
@@ -35,12 +44,17 @@ export async function startInstance(fx: Fixture, env: Record<string, string>, va
     env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: store, LDS_VAR_DIR: dir, LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(proc);
+  proc.once('exit', () => children.delete(proc));
   let err = '';
   let out = '';
   proc.stderr!.on('data', (d) => (err += d));
   proc.stdout!.on('data', (d) => (out += d));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 30_000);
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL'); // never leave a half-started server behind
+      reject(new Error(`server did not start within ${START_TIMEOUT_MS / 1000} s: ${err}`));
+    }, START_TIMEOUT_MS);
     const onData = () => {
       const m = /serving (http:\/\/\S+)/.exec(err);
       if (m) {
