@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { REPO } from './helpers/build.ts';
 import { freePort } from './helpers/http.ts';
-import { sharedSecrets, startInstance, stopInstance, type Instance } from './helpers/instances.ts';
+import { sharedSecrets, startInstances, stopInstance, type Instance } from './helpers/instances.ts';
 import { ledgerEnv, newLedgerSettings } from './helpers/ledgers.ts';
 import { harnessConf, startNginxWith, type Nginx } from './helpers/nginx.ts';
 import { NGINX, suiteNeeding } from './helpers/programs.ts';
@@ -47,7 +47,7 @@ test.before(async () => {
     LDS_RATE_LIMIT_RPS: '1',
     LDS_RATE_LIMIT_BURST: '30',
   };
-  inst = await Promise.all([0, 1].map(() => startInstance(fx, env)));
+  inst = await startInstances(fx, env, 2);
   const port = await freePort();
   const shipped = await readFile(join(REPO, 'deploy/nginx/lds.conf'), 'utf8');
   const upstreams = inst.map((i) => new URL(i.base).host);

@@ -13,7 +13,7 @@ import type { LedgerSettings } from '../payments/ledger/open.ts';
 import { hashToken } from '../payments/tokens.ts';
 import { payTopup } from '../payments/topup/client.ts';
 import { cli } from './helpers/build.ts';
-import { exited, sharedSecrets, startInstance, stopInstance, type Instance } from './helpers/instances.ts';
+import { exited, sharedSecrets, startInstance, startInstances, stopInstance, type Instance } from './helpers/instances.ts';
 import { ledgerEnv, ledgerRecords, newLedgerSettings } from './helpers/ledgers.ts';
 import { balanceOf, bearer, buildFixture, cents, mppxClient, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
 
@@ -29,7 +29,7 @@ test.before(async () => {
   refs = (await refsByProduct(fx.store)).get(PRODUCT)!;
   ledger = await newLedgerSettings('postgres');
   env = { ...ledgerEnv(ledger), ...sharedSecrets() };
-  inst = await Promise.all([0, 1, 2].map(() => startInstance(fx, env)));
+  inst = await startInstances(fx, env, 3);
 });
 
 test.after(async () => {

@@ -6,7 +6,7 @@
 // This suite starts its own PostgreSQL (it must stop it), whatever LDS_TEST_PG_URL says.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { sharedSecrets, startInstance, stopInstance, type Instance } from './helpers/instances.ts';
+import { sharedSecrets, startInstances, stopInstance, type Instance } from './helpers/instances.ts';
 import { ledgerRecords } from './helpers/ledgers.ts';
 import { freshDatabase, startEmbeddedPostgres, type PgServer } from './helpers/pg.ts';
 import { cli } from './helpers/build.ts';
@@ -26,7 +26,7 @@ test.before(async () => {
   ledgerUrl = await freshDatabase(pg);
   // A short connection timeout, so a request waits at most that long for a database that is down.
   const env = { LDS_LEDGER_URL: ledgerUrl, LDS_PG_STATEMENT_TIMEOUT_MS: '2000', ...sharedSecrets() };
-  inst = await Promise.all([0, 1].map(() => startInstance(fx, env)));
+  inst = await startInstances(fx, env, 2);
 });
 
 test.after(async () => {

@@ -43,7 +43,6 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['rate-limited', 429, 'too many requests from this client; `Retry-After` says when to retry'],
   ['internal', 500, 'an unexpected error; nothing was charged and no internals are shown'],
   // POST /lds/balance/topup (payments/topup/handler.ts; test/service-openapi.test.ts checks this list is complete)
-  ['malformed-body', 400, 'top-up: the body is not a JSON object'],
   ['invalid-amount', 400, 'top-up: amount is not a decimal string with at most two decimals'],
   ['topup-below-minimum', 400, 'top-up: below the 5.00 EUR minimum'],
   ['topup-above-maximum', 400, 'top-up: above the maximum of one top-up'],
@@ -57,7 +56,6 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['topup-in-progress', 409, 'top-up: the same credential is being processed'],
   ['payment-processor-unavailable', 502, 'top-up: the processor failed; nothing credited, resending the same credential is safe'],
   ['ledger-unavailable', 503, 'the ledger is not accepting changes'],
-  ['internal-error', 500, 'top-up: an unexpected error'],
 ];
 
 const money = (description: string) => ({ type: 'string', pattern: '^(0|[1-9][0-9]{0,9})\\.[0-9]{2}$', description, examples: ['5.00'] });

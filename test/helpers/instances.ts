@@ -71,6 +71,18 @@ export async function startInstance(fx: Fixture, env: Record<string, string>, va
   });
 }
 
+/** `n` instances started side by side; if one fails to start, the others are stopped too (nothing keeps the test alive). */
+export async function startInstances(fx: Fixture, env: Record<string, string>, n: number): Promise<Instance[]> {
+  const settled = await Promise.allSettled(Array.from({ length: n }, () => startInstance(fx, env)));
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  const started = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  if (failed) {
+    for (const i of started) i.proc.kill('SIGKILL');
+    throw failed.reason;
+  }
+  return started;
+}
+
 export function exited(p: ChildProcess): Promise<number | null> {
   return new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.once('exit', (c) => r(c))));
 }
