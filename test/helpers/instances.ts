@@ -15,7 +15,7 @@ export interface Instance {
   /** http://127.0.0.1:<port>/v1 */
   base: string;
   varDir: string;
-  /** Everything the process wrote to stderr so far (its JSON log lines). */
+  /** Everything the process wrote so far: stderr, and its JSON log lines (pino writes them to stdout). */
   log(): string;
 }
 
@@ -24,19 +24,21 @@ export function sharedSecrets(): Record<string, string> {
   return { LDS_QUOTE_SECRET: randomBytes(32).toString('hex'), MPP_SECRET_KEY: randomBytes(32).toString('hex') };
 }
 
-export async function startInstance(fx: Fixture, env: Record<string, string>, varDir?: string): Promise<Instance> {
+/** `entry`: another script to run instead of `cli.ts serve` (test/helpers/fault-serve.ts), with the same flags. */
+export async function startInstance(fx: Fixture, env: Record<string, string>, varDir?: string, entry: string = join(REPO, 'cli.ts')): Promise<Instance> {
   const dir = varDir ?? (await mkdtemp(join(fx.root, 'var-inst-')));
   // Its own copy of the unit store (a LevelDB opens in one process only), as each production
   // instance gets its own copy of the build output.
   const store = join(dir, 'store');
   if (!existsSync(store)) await cp(fx.store, store, { recursive: true });
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'serve', '--port', '0', '--host', '127.0.0.1'], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', entry, 'serve', '--port', '0', '--host', '127.0.0.1'], {
     cwd: REPO,
     env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: store, LDS_VAR_DIR: dir, LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
   proc.stderr!.on('data', (d) => (err += d));
+  proc.stdout!.on('data', (d) => (err += d));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 30_000);
     const onData = () => {
