@@ -9,7 +9,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { REPO } from './helpers/build.ts';
 import { hashToken, tokenHint } from '../payments/tokens.ts';
 import { BACKEND } from './helpers/ledgers.ts';
 import { bearer, buildFixture, cents, postJson, refsByProduct, startTestServer, topUp, type Fixture, type TestServer } from './helpers/service-harness.ts';
@@ -140,6 +142,18 @@ test('metrics move as a buyer tops up, is quoted, draws and replays; no buyer is
   assert.is(sample(after, 'lds_ready'), 1);
   // Nothing names a buyer: not the token, not its hash, not the hint the logs use.
   for (const secret of [token, hashToken(token), tokenHint(hashToken(token)), quote.quote_id]) assert.not.ok(after.includes(secret), 'metrics never name a buyer or a quote');
+});
+
+test('deploy/grafana-dashboard.json charts only metrics the service exposes', async () => {
+  const dash = JSON.parse(readFileSync(join(REPO, 'deploy/grafana-dashboard.json'), 'utf8'));
+  const exprs: string[] = dash.panels.flatMap((p: any) => (p.targets ?? []).map((t: any) => t.expr));
+  assert.ok(exprs.length >= 15, 'the dashboard has its queries');
+  const exposed = new Set([...(await scrape()).matchAll(/^# TYPE (\w+) /gm)].map((m) => m[1]));
+  const used = new Set(exprs.flatMap((e) => [...e.matchAll(/\b(lds_\w+)/g)].map((m) => m[1]!.replace(/_(bucket|sum|count)$/, ''))));
+  for (const name of used) assert.ok(exposed.has(name), `${name} is exposed by GET /metrics`);
+  for (const name of ['lds_quotes_total', 'lds_paid_draws_total', 'lds_sold_cents_total', 'lds_topups_total', 'lds_ledger_commit_seconds', 'lds_ledger_group_commit_ops', 'lds_pg_pool_connections', 'lds_rate_limited_total', 'lds_ready']) {
+    assert.ok(used.has(name), `the dashboard charts ${name}`);
+  }
 });
 
 test('429 per balance token: Retry-After, RateLimit-Policy and RateLimit; another token is not limited; counted', async () => {
