@@ -120,13 +120,22 @@ export function createMetrics(o: MetricsOptions): Metrics {
     },
   });
 
+  const children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
   return {
     registry,
     contentType: registry.contentType,
     request(method, route, status, seconds) {
-      const labels = { method, route, status: String(status) };
-      requests.inc(labels);
-      duration.observe(labels, seconds);
+      // The hot path: the labelled children are looked up once per (method, route, status), not
+      // per request (prom-client would hash the label object each time). Bounded like the labels.
+      const key = `${method} ${route} ${status}`;
+      let c = children.get(key);
+      if (!c) {
+        const labels = { method, route, status: String(status) };
+        c = { count: requests.labels(labels), time: duration.labels(labels) };
+        children.set(key, c);
+      }
+      c.count.inc();
+      c.time.observe(seconds);
     },
     quote: (id) => quotes.inc({ product: product(id) }),
     paidDraw(id, n, cents, currency) {
