@@ -101,7 +101,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const metrics = createMetrics({ backend: config.ledgerUrl ? 'postgres' : 'level', products: catalogue.products.map((p) => p.product_id) });
   let ledgerFatal: Error | null = null;
   const hooks: LedgerHooks = {
-    onBatch: (ops, seconds) => metrics.groupCommit(ops, seconds),
+    onBatch: (ops, seconds, changes) => metrics.groupCommit(ops, seconds, changes),
     onFatal: (err) => {
       ledgerFatal = err;
       metrics.setReady(false);

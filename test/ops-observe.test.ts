@@ -134,6 +134,8 @@ test('metrics move as a buyer tops up, is quoted, draws and replays; no buyer is
   if (BACKEND === 'level') {
     assert.ok(d('lds_ledger_group_commit_ops_count') >= 2, 'the two changes were written by the group committer');
     assert.ok(d('lds_ledger_group_commit_ops_sum') >= 10, 'a top-up and a draw are several key writes each');
+    assert.is(d('lds_ledger_group_commit_changes_sum'), 2, 'two state changes went through the committer');
+    assert.is(d('lds_ledger_group_commit_changes_count'), d('lds_ledger_group_commit_ops_count'), 'every batch reports its changes');
   } else {
     assert.is(sample(after, 'lds_pg_pool_connections', { state: 'max' }), 10, 'the pool size');
     assert.ok(sample(after, 'lds_pg_pool_connections', { state: 'total' }) >= 1, 'connections in use or idle');
@@ -142,6 +144,32 @@ test('metrics move as a buyer tops up, is quoted, draws and replays; no buyer is
   assert.is(sample(after, 'lds_ready'), 1);
   // Nothing names a buyer: not the token, not its hash, not the hint the logs use.
   for (const secret of [token, hashToken(token), tokenHint(hashToken(token)), quote.quote_id]) assert.not.ok(after.includes(secret), 'metrics never name a buyer or a quote');
+});
+
+test('20 concurrent paid draws: 20 sales, 20 debits timed; on LevelDB 20 changes in the group-commit batches', async () => {
+  const token = await topUp(srv.base, '50.00');
+  const quotes = await Promise.all(
+    Array.from({ length: 20 }, async (_, i) => {
+      const units = refs.slice(i, i + 2);
+      const q = (await (await postJson(`${srv.base}/lds/draw`, { product_id: PRODUCT, units })).json()) as any;
+      return { units, quote_id: q.quote_id as string, amount: cents(q.amount) };
+    }),
+  );
+  const before = await scrape();
+  const answers = await Promise.all(quotes.map((q) => postJson(`${srv.base}/lds/draw`, { product_id: PRODUCT, units: q.units, quote_id: q.quote_id }, bearer(token))));
+  assert.equal(answers.map((a) => a.status), Array(20).fill(200));
+  await Promise.all(answers.map((a) => a.arrayBuffer()));
+  const after = await scrape();
+  const d = (name: string, labels: Record<string, string> = {}) => sample(after, name, labels) - sample(before, name, labels);
+  assert.is(d('lds_paid_draws_total', { product: PRODUCT }), 20);
+  assert.is(d('lds_units_sold_total', { product: PRODUCT }), 40);
+  assert.is(d('lds_sold_cents_total', { product: PRODUCT, currency: 'EUR' }), quotes.reduce((a, q) => a + q.amount, 0));
+  assert.is(d('lds_ledger_commit_seconds_count', { op: 'debit', outcome: 'ok' }), 20);
+  if (BACKEND === 'level') {
+    assert.is(d('lds_ledger_group_commit_changes_sum'), 20, 'each change counted in exactly one batch');
+    const batches = d('lds_ledger_group_commit_changes_count');
+    assert.ok(batches >= 1 && batches <= 20, `${batches} batches`);
+  }
 });
 
 test('deploy/grafana-dashboard.json charts only metrics the service exposes', async () => {

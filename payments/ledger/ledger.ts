@@ -143,8 +143,8 @@ export interface Ledger {
 
 /** Hooks the service gives a ledger when it opens it (payments/serve.ts). */
 export interface LedgerHooks {
-  /** LevelDB: one synced batch written by the group committer (key writes, seconds). */
-  onBatch?(ops: number, seconds: number): void;
+  /** LevelDB: one synced batch written by the group committer (key writes, seconds, state changes in it). */
+  onBatch?(ops: number, seconds: number, changes?: number): void;
   /**
    * LevelDB: a write failed and the ledger stopped taking changes (fail-stop, see commit.ts). The
    * service exits so a supervisor restarts it and the ledger reloads from disk.

@@ -99,7 +99,7 @@ export class LevelLedger implements Ledger {
     hooks: LedgerHooks = {},
   ) {
     this.seq = lastSeq;
-    this.committer = new GroupCommitter(observedWriter(db, hooks), (e) => {
+    this.committer = new GroupCommitter(observedWriter(db, hooks, () => this.takeQueuedChanges()), (e) => {
       this.logger?.error({ err: e.message }, 'ledger stopped after a failed write');
       hooks.onFatal?.(e);
     });
@@ -163,7 +163,7 @@ export class LevelLedger implements Ledger {
           put(K.balance(tokenHash), newBal),
           put(K.statement(tokenHash, debitSeq), statementLine({ kind: 'draw', ...draw })),
         ];
-        commit.durable = this.committer.enqueue(ops);
+        commit.durable = this.enqueue(ops);
         this.balances.set(tokenHash, newBal);
         this.trackPending(this.pendingDraws, input.quoteId, draw, commit.durable);
         return { kind: 'ok', draw, balanceAfterCents: after };
@@ -224,7 +224,7 @@ export class LevelLedger implements Ledger {
             put(K.balance(tokenHash), newBal),
             put(K.statement(tokenHash, creditSeq), statementLine({ kind: 'topup', ...topup })),
           ];
-          commit.durable = this.committer.enqueue(ops);
+          commit.durable = this.enqueue(ops);
           this.balances.set(tokenHash, newBal);
           this.trackPending(this.pendingByChallenge, input.challengeId, topup, commit.durable);
           this.trackPending(this.pendingByPayment, paymentKey, topup, commit.durable);
@@ -304,7 +304,7 @@ export class LevelLedger implements Ledger {
     for await (const _key of this.db.keys({ limit: 1 })) throw new LedgerNotEmptyError(`the ledger ${this.location} is not empty: import into a new, empty ledger directory`);
     const ops: BatchOp[] = [];
     const flush = async () => {
-      if (ops.length) await this.committer.enqueue(ops.splice(0));
+      if (ops.length) await this.enqueue(ops.splice(0));
     };
     for await (const [key, value] of importWrites(records)) {
       ops.push(put(key, value));
@@ -323,6 +323,25 @@ export class LevelLedger implements Ledger {
   }
 
   // ---------------------------------------------------------------- internals
+
+  /** State changes queued since the committer last took its queue (for the batch-size metric). */
+  private queuedChanges = 0;
+
+  /** One state change to the group committer. */
+  private enqueue(ops: BatchOp[]): Promise<void> {
+    this.queuedChanges++;
+    return this.committer.enqueue(ops);
+  }
+
+  /**
+   * The committer takes its whole queue and calls batch() in the same tick, so the changes queued
+   * since the last batch are exactly the ones in this batch.
+   */
+  private takeQueuedChanges(): number {
+    const n = this.queuedChanges;
+    this.queuedChanges = 0;
+    return n;
+  }
 
   private assertUsable(): void {
     if (this.closed) throw new LedgerUnavailableError('ledger is closed');
@@ -397,15 +416,16 @@ async function durably(p: Promise<void>): Promise<void> {
  * The database as the group committer sees it: each synced batch is timed for the metrics
  * (hooks.onBatch), and a test may inject a write failure (hooks.failWrite) to exercise fail-stop.
  */
-function observedWriter(db: Level<string, unknown>, hooks: LedgerHooks): { batch(ops: BatchOp[], options: { sync: boolean }): Promise<void> } {
+function observedWriter(db: Level<string, unknown>, hooks: LedgerHooks, changes: () => number): { batch(ops: BatchOp[], options: { sync: boolean }): Promise<void> } {
   if (!hooks.onBatch && !hooks.failWrite) return db;
   return {
     async batch(ops, options) {
+      const n = changes(); // read before any await: the next batch's changes are queued meanwhile
       const fault = hooks.failWrite?.();
       if (fault) throw fault;
       const started = performance.now();
       await db.batch(ops, options);
-      hooks.onBatch?.(ops.length, (performance.now() - started) / 1000);
+      hooks.onBatch?.(ops.length, (performance.now() - started) / 1000, n);
     },
   };
 }
