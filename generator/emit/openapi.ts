@@ -363,7 +363,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
         '',
         'Money on the wire is a decimal string in EUR (`"5.00"`). Errors are RFC 9457 `application/problem+json` with a stable `type` per case (see the Problem schema). A paid quote is charged exactly once: paying it again returns the same draw.',
         '',
-        `Bounds: \`units\` 1..${DRAW_BOUNDS.maxUnits} references, \`limit\` 1..${DRAW_BOUNDS.maxLimit}, \`query\` at most ${DRAW_BOUNDS.maxQueryChars} characters, request body at most ${DRAW_BOUNDS.maxBodyBytes} bytes, quotes valid ${DRAW_BOUNDS.quoteLifetimeSeconds / 60} minutes. Clients are rate limited per address (429 with Retry-After).`,
+        `Bounds: \`units\` 1..${DRAW_BOUNDS.maxUnits} references, \`limit\` 1..${DRAW_BOUNDS.maxLimit}, \`query\` at most ${DRAW_BOUNDS.maxQueryChars} characters, request body at most ${DRAW_BOUNDS.maxBodyBytes} bytes, quotes valid ${DRAW_BOUNDS.quoteLifetimeSeconds / 60} minutes. Clients are rate limited per address and per balance token (429 with Retry-After; \`RateLimit-Policy\` and \`RateLimit\` headers describe the limits).`,
         '',
         `Agents: the MCP tool endpoint is ${mcp_url}; the A2A endpoint is named in /.well-known/agent-card.json.`,
       ].join('\n'),
