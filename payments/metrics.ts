@@ -39,6 +39,8 @@ export interface Metrics {
   watchPool(stats: () => PoolStats): void;
   /** 1 when ready, 0 when not, set by /readyz and at each scrape. */
   setReady(ready: boolean): void;
+  /** How a scrape checks readiness (the same checks as /readyz). */
+  watchReadiness(probe: () => Promise<boolean>): void;
   text(): Promise<string>;
   readonly contentType: string;
 }
@@ -76,7 +78,15 @@ export function createMetrics(o: MetricsOptions): Metrics {
   const batchChanges = new Histogram({ name: 'lds_ledger_group_commit_changes', help: 'LevelDB group commit: state changes per synced batch (when the committer reports them).', buckets: BATCH_BUCKETS, registers });
   const batchSeconds = new Histogram({ name: 'lds_ledger_group_commit_seconds', help: 'LevelDB group commit: write + fsync time per batch.', buckets: LATENCY_BUCKETS, registers });
   const limited = new Counter({ name: 'lds_rate_limited_total', help: 'Requests refused with 429, by the policy that refused them (addr: per client address; token: per balance token).', labelNames: ['policy'], registers });
-  const ready = new Gauge({ name: 'lds_ready', help: '1 when GET /readyz answers 200.', registers });
+  let readyProbe: (() => Promise<boolean>) | undefined;
+  const ready = new Gauge({
+    name: 'lds_ready',
+    help: '1 when GET /readyz answers 200 (checked again at every scrape).',
+    registers,
+    async collect() {
+      if (readyProbe) this.set((await readyProbe()) ? 1 : 0);
+    },
+  });
   ready.set(1);
 
   let pool: (() => PoolStats) | undefined;
@@ -160,6 +170,9 @@ export function createMetrics(o: MetricsOptions): Metrics {
       pool = stats;
     },
     setReady: (r) => ready.set(r ? 1 : 0),
+    watchReadiness(probe) {
+      readyProbe = probe;
+    },
     text: () => registry.metrics(),
   };
 }

@@ -165,6 +165,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     };
     return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
   };
+  metrics.watchReadiness(async () => (await readiness()).ready);
   const topup = createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger });
   const { app } = createApp({
     service,

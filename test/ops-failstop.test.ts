@@ -163,6 +163,8 @@ if (BACKEND === 'level') {
       assert.is(bal.status, 503);
       await bal.arrayBuffer();
       assert.is((await fetch(`${srv.url}/healthz`)).status, 200, 'the process stays up');
+      const down = await (await fetch(`${srv.url}/metrics`, { headers: bearer('o'.repeat(40)) })).text();
+      assert.match(down, /^lds_ready\{[^}]*\} 0$/m, 'a scrape sees the instance not ready');
 
       await pg.startOnly!();
       await eventually('/readyz is 200 again', async () => (await readiness(srv!.url)).status === 200);
@@ -172,6 +174,7 @@ if (BACKEND === 'level') {
       assert.equal(await srv.ledger.verify(), []);
       const metrics = await (await fetch(`${srv.url}/metrics`, { headers: bearer('o'.repeat(40)) })).text();
       assert.match(metrics, /^lds_pg_unavailable_total\{[^}]*\} [1-9]/m, 'the outage is counted');
+      assert.match(metrics, /^lds_ready\{[^}]*\} 1$/m, 'ready again');
     } finally {
       await srv?.close();
       await pg.stop();

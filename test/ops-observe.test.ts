@@ -254,4 +254,14 @@ test('429 per client address (behind a trusted proxy, per X-Forwarded-For addres
   }
 });
 
+test('draining: /readyz turns not ready the moment a stop begins', async () => {
+  const other = await startLimited({});
+  assert.is((await other.readiness()).ready, true);
+  const closing = other.close();
+  const r = await other.readiness();
+  assert.is(r.ready, false);
+  assert.is(r.checks.server, 'draining');
+  await closing;
+});
+
 test.run();
