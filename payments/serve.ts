@@ -297,20 +297,23 @@ export async function serveFromCli(config: ServiceConfig, extra: Pick<StartOptio
   });
   console.error(`serving ${running.url} (processor ${config.processor}; data under ${config.varDir})`);
   let stopping: { signal: string; at: number } | null = null;
+  let exitCode = 0;
   stop = (signal: string, code = 0) => {
+    if (code !== 0) exitCode = code; // a ledger failure during a drain still exits 75
     if (stopping) {
-      if (signal === 'ledger-failure' || stopping.signal === 'ledger-failure' || Date.now() - stopping.at < 500) return;
+      if (signal === 'ledger-failure' || Date.now() - stopping.at < 500) return;
       logger.warn({ signal }, 'second signal: exiting now without draining');
-      process.exit(signal === 'SIGINT' ? 130 : 143);
+      process.exit(exitCode || (signal === 'SIGINT' ? 130 : 143));
     }
     stopping = { signal, at: Date.now() };
     logger.info({ signal }, 'draining');
-    if (code !== 0) setTimeout(() => process.exit(code), Math.min(config.shutdownGraceMs, 5000) + 1000).unref();
+    // After a failed write nothing in flight can succeed: do not wait the whole grace period.
+    if (code !== 0) setTimeout(() => process.exit(exitCode), Math.min(config.shutdownGraceMs, 5000) + 1000).unref();
     running.close().then(
-      () => process.exit(code),
+      () => process.exit(exitCode),
       (err) => {
         logger.error({ err }, 'shutdown failed');
-        process.exit(code || 1);
+        process.exit(exitCode || 1);
       },
     );
   };
