@@ -14,7 +14,7 @@ import type { DrawRequest, DrawService } from '../draw/service.ts';
 import { paidDrawJson, quoteJson, type QuoteBody, type StoreDrawService } from '../draw/store-service.ts';
 import { readJsonBody } from './body.ts';
 import { rateLimitMiddleware } from './ratelimit.ts';
-import { opsMiddleware, type OpsOptions } from './ops.ts';
+import { OPS_PATHS, opsMiddleware, type OpsOptions } from './ops.ts';
 import type { Metrics, TopupOutcome } from '../metrics.ts';
 import type { RequestValidator } from './openapi-validate.ts';
 import { PROBLEM_CONTENT_TYPE, Problem } from '../problem.ts';
@@ -60,6 +60,8 @@ function sendProblem(ctx: Context, p: Problem): void {
   ctx.body = p.toJSON(ctx.path);
 }
 
+const OPS_ROUTES: ReadonlySet<string> = new Set(Object.values(OPS_PATHS));
+
 /**
  * The metrics label of a request: the route template the router matched, a label set on the way
  * (operator endpoints, the draw fast path, static documents), the path of a mounted adapter, or
@@ -85,8 +87,8 @@ function problems(logger: Logger, metrics: Metrics | undefined, routePaths: Read
       metrics?.request(ctx.method, routeLabel(ctx, routePaths), ctx.status, ms / 1000);
       // Only method, path and status: never headers (Authorization), bodies or query strings.
       // Probes and scrapes are not logged: they come every few seconds and say nothing.
-      const probe = (ctx.state as { route?: string }).route;
-      if (logger.isLevelEnabled('info') && !(probe && probe.startsWith('/') && ctx.status < 400 && (probe === '/healthz' || probe === '/readyz' || probe === '/metrics'))) {
+      const quiet = ctx.status < 400 && OPS_ROUTES.has((ctx.state as { route?: string }).route ?? '');
+      if (logger.isLevelEnabled('info') && !quiet) {
         logger.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
       }
     }
