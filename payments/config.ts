@@ -33,6 +33,11 @@ export interface ServiceConfig {
   /** Token bucket per client address on the API routes: refill per second and capacity. 0 disables. */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
+  /** Token bucket per balance token (a second bucket beside the address one). 0 disables. */
+  rateLimitTokenPerSecond: number;
+  rateLimitTokenBurst: number;
+  /** Bearer token of the operator endpoints (GET /metrics): at least 32 bytes. */
+  operatorToken: Buffer;
   trustProxy: boolean;
   logLevel: string;
   /** How long SIGTERM waits for in-flight requests before closing anyway. */
@@ -151,6 +156,10 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     quoteTtlSeconds: intSetting(env, 'LDS_QUOTE_TTL_SECONDS', 900, 1),
     rateLimitPerSecond: intSetting(env, 'LDS_RATE_LIMIT_RPS', 20, 0),
     rateLimitBurst: intSetting(env, 'LDS_RATE_LIMIT_BURST', 40, 1),
+    // LDS_RATE_LIMIT_RPS=0 (rate limiting off) also turns the token limit off unless it is set itself.
+    rateLimitTokenPerSecond: intSetting(env, 'LDS_RATE_LIMIT_TOKEN_RPS', env.LDS_RATE_LIMIT_RPS === '0' ? 0 : 20, 0),
+    rateLimitTokenBurst: intSetting(env, 'LDS_RATE_LIMIT_TOKEN_BURST', 40, 1),
+    operatorToken: await secret('LDS_OPERATOR_TOKEN', 'operator.token'),
     trustProxy: env.LDS_TRUST_PROXY === 'true' || env.LDS_TRUST_PROXY === '1',
     logLevel: env.LOG_LEVEL || 'info',
     shutdownGraceMs: intSetting(env, 'LDS_SHUTDOWN_GRACE_MS', 10_000, 0),

@@ -10,7 +10,9 @@ import type { UnitStoreReader } from '../contract/store-format.ts';
 import { createApp, type Mount } from './http/app.ts';
 import { loadConfig, type ServiceConfig } from './config.ts';
 import { StoreDrawService } from './draw/store-service.ts';
-import type { Ledger } from './ledger/ledger.ts';
+import type { DebitDrawInput, Ledger, LedgerHooks } from './ledger/ledger.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import type { Readiness } from './http/ops.ts';
 import { openLedger } from './ledger/open.ts';
 import { createRequestValidator } from './http/openapi-validate.ts';
 import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/index.ts';
@@ -56,6 +58,14 @@ export interface StartOptions {
   /** Tests: a unit store other than the one under config.storeRoot. */
   openStore?: (root: string) => Promise<UnitStoreReader>;
   env?: NodeJS.ProcessEnv;
+  /**
+   * A LevelDB ledger write failed and the ledger stopped (fail-stop). `lds serve` exits (status 75)
+   * so its supervisor restarts it; without this option the server stays up answering 503 and
+   * /readyz reports the ledger not ready.
+   */
+  onLedgerFatal?: (err: Error) => void;
+  /** Tests only: fault injection into the ledger (LedgerHooks.failWrite). The CLI never sets it. */
+  ledgerFaults?: Pick<LedgerHooks, 'failWrite'>;
 }
 
 export interface RunningServer {
@@ -63,6 +73,9 @@ export interface RunningServer {
   server: Server;
   ledger: Ledger;
   service: StoreDrawService;
+  metrics: Metrics;
+  /** What GET /readyz answers. */
+  readiness(): Promise<Readiness>;
   /** Stops accepting, waits for in-flight requests (up to the grace period), closes the databases. */
   close(): Promise<void>;
 }
@@ -86,13 +99,27 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
 
   const processor = config.processor === 'sandbox' ? createSandboxProcessor({ env }) : stripeProcessorFromEnv(env);
   const store = await (opts.openStore ?? defaultOpenStore)(config.storeRoot);
+  const metrics = createMetrics({ backend: config.ledgerUrl ? 'postgres' : 'level', products: catalogue.products.map((p) => p.product_id) });
+  let ledgerFatal: Error | null = null;
+  const hooks: LedgerHooks = {
+    onBatch: (ops, seconds, changes) => metrics.groupCommit(ops, seconds, changes),
+    onFatal: (err) => {
+      ledgerFatal = err;
+      metrics.setReady(false);
+      if (opts.onLedgerFatal) opts.onLedgerFatal(err);
+      else logger.error({ err: err.message }, 'ledger stopped after a failed write: not ready until restarted');
+    },
+    ...(opts.ledgerFaults?.failWrite ? { failWrite: opts.ledgerFaults.failWrite } : {}),
+  };
   let ledger: Ledger;
   try {
-    ledger = await openLedger(config, { logger });
+    ledger = instrumentLedger(await openLedger(config, { logger, hooks }), metrics);
   } catch (err) {
     await store.close();
     throw err;
   }
+  const pgStats = (ledger as { poolStats?: () => import('./metrics.ts').PoolStats }).poolStats;
+  if (pgStats) metrics.watchPool(() => pgStats.call(ledger));
   // LevelDB: `ledger verify` / `ledger export` reach the running service over a socket (level/admin.ts).
   let admin: { close(): Promise<void> } | null = null;
   if (ledger.backend === 'level') {
@@ -113,6 +140,33 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     logger,
     ...(opts.now ? { now: opts.now } : {}),
   });
+  // Quotes are counted for every transport (HTTP, MCP, A2A): they all ask the service.
+  const quote = service.quote.bind(service);
+  service.quote = async (...args: Parameters<typeof quote>) => {
+    const q = await quote(...args);
+    metrics.quote(q.product_id);
+    return q;
+  };
+
+  let draining = false;
+  let storeOpen = true;
+  let lastLedgerReason: string | null = null;
+  const readiness = async (): Promise<Readiness> => {
+    const reason = await ledger.ready();
+    if (reason !== lastLedgerReason) {
+      if (reason) logger.warn({ reason }, 'not ready: ledger');
+      else if (lastLedgerReason) logger.info('ready again: ledger');
+      lastLedgerReason = reason;
+    }
+    const checks: Record<string, string> = {
+      ledger: reason === null ? 'ok' : ledgerFatal ? 'stopped after a failed write (restart the service)' : 'unavailable',
+      unit_store: storeOpen ? 'ok' : 'closed',
+      catalogue: catalogue.version ? 'ok' : 'not loaded',
+      server: draining ? 'draining' : 'ok',
+    };
+    return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
+  };
+  metrics.watchReadiness(async () => (await readiness()).ready);
   const topup = createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger, ...(opts.now ? { now: opts.now } : {}) });
   const { app } = createApp({
     service,
@@ -120,8 +174,9 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     validator,
     topup,
     logger,
-    rateLimit: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst },
+    rateLimit: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst, tokenPerSecond: config.rateLimitTokenPerSecond, tokenBurst: config.rateLimitTokenBurst },
     trustProxy: config.trustProxy,
+    ops: { metrics, operatorToken: config.operatorToken, readiness, catalogueVersion: catalogue.version },
     ...(opts.mount ? { mount: opts.mount } : {}),
   });
 
@@ -164,6 +219,8 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      draining = true;
+      metrics.setReady(false);
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const grace = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.shutdownGraceMs).unref());
@@ -177,10 +234,11 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
       }
       await admin?.close();
       await ledger.close();
+      storeOpen = false;
       await store.close();
       logger.info('stopped');
     })());
-  return { url, server, ledger, service, close };
+  return { url, server, ledger, service, metrics, readiness, close };
 }
 
 /**
@@ -206,21 +264,90 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   socket.destroySoon?.();
 }
 
-/** `lds serve`: configuration from flags and env, JSON logs, drain on SIGTERM/SIGINT. */
-export async function serveFromCli(config: ServiceConfig): Promise<void> {
+/**
+ * The ledger as the service uses it, timed for the metrics: every state change (call to durable
+ * answer, both backends) and what paid draws sold. Counted here, below every transport, so a draw
+ * paid over MCP or A2A is counted like one over HTTP, and a replay (nothing debited) is not.
+ */
+function instrumentLedger(ledger: Ledger, metrics: Metrics): Ledger {
+  const debitDraw: Ledger['debitDraw'] = async (tokenHash, input: DebitDrawInput) => {
+    const started = performance.now();
+    try {
+      const r = await ledger.debitDraw(tokenHash, input);
+      metrics.ledgerCommit('debit', 'ok', (performance.now() - started) / 1000);
+      if (r.kind === 'ok') {
+        const refs = (input.draw as { refs?: unknown[] } | null)?.refs;
+        metrics.paidDraw(input.productId ?? 'other', Array.isArray(refs) ? refs.length : 0, input.amountCents, input.currency);
+      }
+      return r;
+    } catch (err) {
+      metrics.ledgerCommit('debit', 'error', (performance.now() - started) / 1000);
+      throw err;
+    }
+  };
+  const creditTopup: Ledger['creditTopup'] = async (input) => {
+    const started = performance.now();
+    try {
+      const r = await ledger.creditTopup(input);
+      metrics.ledgerCommit('credit', 'ok', (performance.now() - started) / 1000);
+      if (r.kind === 'ok') metrics.topupCredited(input.amountCents, input.currency);
+      return r;
+    } catch (err) {
+      metrics.ledgerCommit('credit', 'error', (performance.now() - started) / 1000);
+      throw err;
+    }
+  };
+  return new Proxy(ledger, {
+    get(target, prop) {
+      if (prop === 'debitDraw') return debitDraw;
+      if (prop === 'creditTopup') return creditTopup;
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+/** Exit status after a failed ledger write (EX_TEMPFAIL): the supervisor restarts the service. */
+export const LEDGER_FAILURE_EXIT = 75;
+
+/**
+ * `lds serve`: configuration from flags and env, JSON logs, drain on SIGTERM/SIGINT. A second
+ * signal exits at once without draining (one that arrives within 500 ms of the first is the same
+ * stop: npm and a terminal both deliver one Ctrl-C). A failed LevelDB ledger write exits with
+ * status 75 after answering what is in flight (503), so a supervisor restarts a clean process.
+ * `extra` is for tests (fault injection); the CLI passes nothing.
+ */
+export async function serveFromCli(config: ServiceConfig, extra: Pick<StartOptions, 'ledgerFaults'> = {}): Promise<void> {
   const logger = createLogger(config.logLevel);
-  const running = await startServer(config, { logger, mount: await agentMounts() });
+  let stop: (signal: string, code?: number) => void = () => {};
+  const running = await startServer(config, {
+    logger,
+    mount: await agentMounts(),
+    ...extra,
+    onLedgerFatal: (err) => {
+      logger.fatal({ err: err.message, exit_status: LEDGER_FAILURE_EXIT }, 'ledger write failed: exiting so the supervisor restarts the service; the ledger reloads from disk and no acknowledged change is lost');
+      stop('ledger-failure', LEDGER_FAILURE_EXIT);
+    },
+  });
   console.error(`serving ${running.url} (processor ${config.processor}; data under ${config.varDir})`);
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  let stopping: { signal: string; at: number } | null = null;
+  let exitCode = 0;
+  stop = (signal: string, code = 0) => {
+    if (code !== 0) exitCode = code; // a ledger failure during a drain still exits 75
+    if (stopping) {
+      if (signal === 'ledger-failure' || Date.now() - stopping.at < 500) return;
+      logger.warn({ signal }, 'second signal: exiting now without draining');
+      process.exit(exitCode || (signal === 'SIGINT' ? 130 : 143));
+    }
+    stopping = { signal, at: Date.now() };
     logger.info({ signal }, 'draining');
+    // After a failed write nothing in flight can succeed: do not wait the whole grace period.
+    if (code !== 0) setTimeout(() => process.exit(exitCode), Math.min(config.shutdownGraceMs, 5000) + 1000).unref();
     running.close().then(
-      () => process.exit(0),
+      () => process.exit(exitCode),
       (err) => {
         logger.error({ err }, 'shutdown failed');
-        process.exit(1);
+        process.exit(exitCode || 1);
       },
     );
   };

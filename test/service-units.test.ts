@@ -81,14 +81,27 @@ test('config: defaults, secrets generated once with mode 0600, production rules'
   const again = await loadConfig({}, { LDS_VAR_DIR: v });
   assert.equal(again.quoteSecret, c.quoteSecret, 'a restart keeps the secret');
   assert.is((await readFile(join(v, 'secrets', 'mpp-secret.key'), 'utf8')).trim(), c.mppSecret);
+  // The operator token (GET /metrics) is generated the same way on a local start.
+  assert.is((await readFile(join(v, 'secrets', 'operator.token'), 'utf8')).trim(), c.operatorToken.toString());
+  assert.is((await stat(join(v, 'secrets', 'operator.token'))).mode & 0o777, 0o600);
+  assert.equal(again.operatorToken, c.operatorToken);
+  // Rate limits: per address and per balance token, 20/s with bursts of 40 each; RPS=0 turns both off.
+  assert.equal([c.rateLimitPerSecond, c.rateLimitBurst, c.rateLimitTokenPerSecond, c.rateLimitTokenBurst], [20, 40, 20, 40]);
+  const off = await loadConfig({}, { LDS_VAR_DIR: v, LDS_RATE_LIMIT_RPS: '0' });
+  assert.equal([off.rateLimitPerSecond, off.rateLimitTokenPerSecond], [0, 0]);
+  const tokenOnly = await loadConfig({}, { LDS_VAR_DIR: v, LDS_RATE_LIMIT_RPS: '0', LDS_RATE_LIMIT_TOKEN_RPS: '5' });
+  assert.equal([tokenOnly.rateLimitPerSecond, tokenOnly.rateLimitTokenPerSecond], [0, 5]);
 
   const prod = { NODE_ENV: 'production', LDS_VAR_DIR: v };
   await rejects(() => loadConfig({}, { ...prod, PAYMENT_PROCESSOR: 'sandbox' }), /sandbox/);
   await rejects(() => loadConfig({}, { ...prod, PAYMENT_PROCESSOR: 'stripe', STRIPE_SECRET_KEY: 'sk_test_x' }), /LDS_QUOTE_SECRET/);
   await rejects(() => loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'q'.repeat(32) }), /MPP_SECRET_KEY/);
   await rejects(() => loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'short', MPP_SECRET_KEY: 'm'.repeat(32) }), ConfigError);
-  const ok = await loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'q'.repeat(32), MPP_SECRET_KEY: 'm'.repeat(32) });
+  await rejects(() => loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'q'.repeat(32), MPP_SECRET_KEY: 'm'.repeat(32) }), /LDS_OPERATOR_TOKEN/);
+  await rejects(() => loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'q'.repeat(32), MPP_SECRET_KEY: 'm'.repeat(32), LDS_OPERATOR_TOKEN: 'short' }), /LDS_OPERATOR_TOKEN/);
+  const ok = await loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'q'.repeat(32), MPP_SECRET_KEY: 'm'.repeat(32), LDS_OPERATOR_TOKEN: 'o'.repeat(32) });
   assert.is(ok.processor, 'stripe');
+  assert.is(ok.operatorToken.toString(), 'o'.repeat(32));
   await rejects(() => loadConfig({}, { LDS_VAR_DIR: v, PORT: 'eighty' }), /PORT/);
   await rejects(() => loadConfig({}, { LDS_VAR_DIR: v, PAYMENT_PROCESSOR: 'paypal' }), /PAYMENT_PROCESSOR/);
 });

@@ -201,7 +201,7 @@ export function errorsSection(ctx: EmitContext): string {
     '',
     mdTable(['type', 'Status', 'When'], problemTypes(ctx).map((p) => [`\`${p.type}\``, p.status, p.when])),
     '',
-    `Bounds: \`units\` 1 to ${DRAW_BOUNDS.maxUnits} references, \`limit\` 1 to ${DRAW_BOUNDS.maxLimit}, \`query\` at most ${DRAW_BOUNDS.maxQueryChars} characters, request body at most ${DRAW_BOUNDS.maxBodyBytes} bytes; quotes are valid ${DRAW_BOUNDS.quoteLifetimeSeconds / 60} minutes. Clients are rate limited per address (429 with \`Retry-After\`).`,
+    `Bounds: \`units\` 1 to ${DRAW_BOUNDS.maxUnits} references, \`limit\` 1 to ${DRAW_BOUNDS.maxLimit}, \`query\` at most ${DRAW_BOUNDS.maxQueryChars} characters, request body at most ${DRAW_BOUNDS.maxBodyBytes} bytes; quotes are valid ${DRAW_BOUNDS.quoteLifetimeSeconds / 60} minutes. Clients are rate limited per address and per balance token (429 with \`Retry-After\`; the \`RateLimit-Policy\` and \`RateLimit\` headers say how much is left).`,
   ].join('\n');
 }
 

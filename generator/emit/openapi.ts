@@ -40,7 +40,9 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['body-too-large', 413, `request body above ${DRAW_BOUNDS.maxBodyBytes} bytes`],
   ['unsupported-media-type', 415, 'the body is not application/json'],
   ['request-header-fields-too-large', 431, 'the request headers are too large'],
-  ['rate-limited', 429, 'too many requests from this client; `Retry-After` says when to retry'],
+  ['rate-limited', 429, 'too many requests from this client address or balance token (`policy`: `addr` or `token`); `Retry-After` says when to retry, `RateLimit` and `RateLimit-Policy` describe the limits'],
+  ['operator-token-required', 401, 'an operator endpoint (`/metrics`) without `Authorization: Bearer <LDS_OPERATOR_TOKEN>`'],
+  ['not-ready', 503, '`/readyz`: the instance cannot take traffic; `not_ready` names the failing checks'],
   ['internal', 500, 'an unexpected error; nothing was charged and no internals are shown'],
   // POST /lds/balance/topup (payments/topup/handler.ts; test/service-openapi.test.ts checks this list is complete)
   ['invalid-amount', 400, 'top-up: amount is not a decimal string with at most two decimals'],
@@ -245,6 +247,9 @@ const schemas: Record<string, unknown> = {
       detail: { type: 'string' },
       instance: { type: 'string' },
       field: { type: 'string', description: 'The failing request field (dotted path), for malformed-request and quote-tampered.' },
+      policy: { enum: ['addr', 'token'], description: 'For rate-limited: the limit that refused the request (per client address, per balance token).' },
+      not_ready: { type: 'array', items: { type: 'string' }, description: 'For not-ready: the failing checks.' },
+      checks: { type: 'object', additionalProperties: { type: 'string' }, description: 'For not-ready: every check, `ok` or what is wrong.' },
       unknown: { type: 'array', items: { type: 'string' }, description: 'For unknown-units.' },
       quote: { $ref: '#/components/schemas/Quote' },
     },
@@ -308,6 +313,62 @@ const etagHeaders = {
 
 const notModified = { description: 'Not modified (the `If-None-Match` matched the ETag).' };
 
+/**
+ * The operator endpoints (payments/http/ops.ts): at the root of the origin, outside the API base
+ * path, hence their own `servers`. Not rate limited.
+ */
+function opsPaths(origin: string): Record<string, unknown> {
+  const servers = [{ url: origin }];
+  return {
+    '/healthz': {
+      servers,
+      get: {
+        operationId: 'getHealth',
+        tags: ['operations'],
+        summary: 'Liveness: the process answers (no I/O)',
+        responses: { '200': { description: 'Alive', content: { 'application/json': { schema: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } } } } } },
+      },
+    },
+    '/readyz': {
+      servers,
+      get: {
+        operationId: 'getReadiness',
+        tags: ['operations'],
+        summary: 'Readiness: ledger writable, unit store open, catalogue loaded, not draining',
+        responses: {
+          '200': {
+            description: 'Ready for traffic',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['status', 'checks'],
+                  properties: { status: { const: 'ready' }, checks: { type: 'object', additionalProperties: { const: 'ok' } }, catalogue_version: { type: 'string' } },
+                },
+              },
+            },
+          },
+          '503': problemResponse('`not-ready`: `not_ready` names what is not ready'),
+        },
+      },
+    },
+    '/metrics': {
+      servers,
+      get: {
+        operationId: 'getMetrics',
+        tags: ['operations'],
+        summary: 'Prometheus metrics (operator token)',
+        description: 'Prometheus text exposition: requests and latency per route, quotes, paid draws, units and cents sold per product, top-ups by outcome, ledger commit latency and group-commit batch sizes, PostgreSQL pool use and retries, rate-limit refusals, process metrics. Never names a buyer or a token.',
+        security: [{ operatorToken: [] }],
+        responses: {
+          '200': { description: 'Metrics', content: { 'text/plain': { schema: { type: 'string' } } } },
+          '401': problemResponse('`operator-token-required`'),
+        },
+      },
+    },
+  };
+}
+
 export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unknown> {
   const { base_url, mcp_url, docs_url } = ctx.addresses;
   const minTopup = ctx.catalogue.minimum_topup;
@@ -322,7 +383,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
         '',
         'Money on the wire is a decimal string in EUR (`"5.00"`). Errors are RFC 9457 `application/problem+json` with a stable `type` per case (see the Problem schema). A paid quote is charged exactly once: paying it again returns the same draw.',
         '',
-        `Bounds: \`units\` 1..${DRAW_BOUNDS.maxUnits} references, \`limit\` 1..${DRAW_BOUNDS.maxLimit}, \`query\` at most ${DRAW_BOUNDS.maxQueryChars} characters, request body at most ${DRAW_BOUNDS.maxBodyBytes} bytes, quotes valid ${DRAW_BOUNDS.quoteLifetimeSeconds / 60} minutes. Clients are rate limited per address (429 with Retry-After).`,
+        `Bounds: \`units\` 1..${DRAW_BOUNDS.maxUnits} references, \`limit\` 1..${DRAW_BOUNDS.maxLimit}, \`query\` at most ${DRAW_BOUNDS.maxQueryChars} characters, request body at most ${DRAW_BOUNDS.maxBodyBytes} bytes, quotes valid ${DRAW_BOUNDS.quoteLifetimeSeconds / 60} minutes. Clients are rate limited per address and per balance token (429 with Retry-After; \`RateLimit-Policy\` and \`RateLimit\` headers describe the limits).`,
         '',
         `Agents: the MCP tool endpoint is ${mcp_url}; the A2A endpoint is named in /.well-known/agent-card.json.`,
       ].join('\n'),
@@ -337,6 +398,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
       { name: 'catalogue', description: 'Read-only catalogue documents (public, cacheable)' },
       { name: 'draw', description: 'Quotes and paid draws' },
       { name: 'balance', description: 'Prepaid balance' },
+      { name: 'operations', description: 'Health, readiness and metrics for operators (at the origin root, not rate limited)' },
     ],
     paths: {
       '/lds/_catalog': {
@@ -440,6 +502,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
           },
         },
       },
+      ...opsPaths(new URL(base_url).origin),
       '/specification': {
         get: {
           operationId: 'getSpecification',
@@ -456,7 +519,14 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
     components: {
       schemas: { ...schemas, ...PREVIEW_OPENAPI_SCHEMAS },
       responses: {
-        RateLimited: { ...problemResponse('`rate-limited`'), headers: { 'Retry-After': { schema: { type: 'integer' } } } },
+        RateLimited: {
+          ...problemResponse('`rate-limited`'),
+          headers: {
+            'Retry-After': { description: 'Seconds until one request is allowed again.', schema: { type: 'integer' } },
+            'RateLimit-Policy': { description: 'draft-ietf-httpapi-ratelimit-headers (structured fields): each limit as quota `q` per window `w` seconds, e.g. `"addr";q=40;w=2, "token";q=40;w=2`. Sent on every rate-limited route.', schema: { type: 'string' } },
+            RateLimit: { description: 'What is left of each limit: `r` requests now, full again in `t` seconds, e.g. `"addr";r=0;t=2`.', schema: { type: 'string' } },
+          },
+        },
         Internal: problemResponse('`internal`'),
       },
       securitySchemes: {
@@ -464,6 +534,11 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
           type: 'http',
           scheme: 'bearer',
           description: 'The balance token returned by a top-up: 256 random bits, shown once, stored by the service only as its SHA-256.',
+        },
+        operatorToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The operator token (LDS_OPERATOR_TOKEN; on a local start generated once in var/secrets/operator.token). Only for /metrics.',
         },
         mpp: {
           type: 'http',

@@ -1,8 +1,10 @@
 // The Koa application: one process serves dist/, the draw and balance API, the top-up, and
 // whatever the agent adapters mount (MCP, A2A). Order of the middleware stack, outermost first:
 //
-//   problems + access log -> static dist/ (GET/HEAD of published paths; not rate limited, a CDN
-//   could serve them) -> per-client rate limit -> API routes -> mounted adapters -> 404/405.
+//   problems + access log + request metrics -> operator endpoints (/healthz, /readyz, /metrics; not
+//   rate limited) -> static dist/ (GET/HEAD of published paths; not rate limited, a CDN could serve
+//   them) -> rate limit per client address and per balance token -> API routes -> mounted adapters
+//   -> 404/405.
 //
 // Every refusal is an RFC 9457 problem; anything unexpected is a logged 500 without internals.
 import Koa, { type Context, type Middleware } from 'koa';
@@ -12,6 +14,8 @@ import type { DrawRequest, DrawService } from '../draw/service.ts';
 import { paidDrawJson, quoteJson, type QuoteBody, type StoreDrawService } from '../draw/store-service.ts';
 import { readJsonBody } from './body.ts';
 import { rateLimitMiddleware } from './ratelimit.ts';
+import { OPS_PATHS, opsMiddleware, type OpsOptions } from './ops.ts';
+import type { Metrics, TopupOutcome } from '../metrics.ts';
 import type { RequestValidator } from './openapi-validate.ts';
 import { PROBLEM_CONTENT_TYPE, Problem } from '../problem.ts';
 import { staticMiddleware, type StaticSite } from './static.ts';
@@ -39,8 +43,11 @@ export interface AppOptions {
   /** POST {base}/lds/balance/topup handler (payments/topup/handler.ts). */
   topup: Middleware;
   logger: Logger;
-  rateLimit: { perSecond: number; burst: number };
+  /** Per client address, and per balance token (tokenPerSecond 0 or absent: no token limit). */
+  rateLimit: { perSecond: number; burst: number; tokenPerSecond?: number; tokenBurst?: number };
   trustProxy?: boolean;
+  /** /healthz, /readyz, /metrics and the request metrics (payments/http/ops.ts). */
+  ops?: OpsOptions;
   /** Extension point for the MCP and A2A endpoints; called after the API routes, before the 404. */
   mount?: Mount | Mount[];
 }
@@ -53,10 +60,41 @@ function sendProblem(ctx: Context, p: Problem): void {
   ctx.body = p.toJSON(ctx.path);
 }
 
+const OPS_ROUTES: ReadonlySet<string> = new Set(Object.values(OPS_PATHS));
+
+/**
+ * The metrics label of a request: the route template the router matched, a label set on the way
+ * (operator endpoints, the draw fast path, static documents), the path of a mounted adapter, or
+ * `unmatched`. Never the raw path of a 404 (unbounded label values).
+ */
+function routeLabel(ctx: Context, routePaths: ReadonlySet<string>): string {
+  const matched = (ctx as { _matchedRoute?: unknown })._matchedRoute;
+  if (typeof matched === 'string') return matched;
+  const st = ctx.state as { route?: string; adapter?: boolean };
+  if (st.route) return st.route;
+  if (routePaths.has(ctx.path)) return ctx.path; // refused before routing (429) on a route's exact path
+  return st.adapter && ctx.status !== 404 && ctx.status !== 405 ? ctx.path : 'unmatched';
+}
+
 /** Outermost: turns thrown Problems into problem+json, anything else into a logged, opaque 500. */
-function problems(logger: Logger): Middleware {
+function problems(logger: Logger, metrics: Metrics | undefined, routePaths: ReadonlySet<string>): Middleware {
   return async (ctx, next) => {
     const started = performance.now();
+    try {
+      await caught(ctx, next);
+    } finally {
+      const ms = performance.now() - started;
+      metrics?.request(ctx.method, routeLabel(ctx, routePaths), ctx.status, ms / 1000);
+      // Only method, path and status: never headers (Authorization), bodies or query strings.
+      // Probes and scrapes are not logged: they come every few seconds and say nothing.
+      const quiet = ctx.status < 400 && OPS_ROUTES.has((ctx.state as { route?: string }).route ?? '');
+      if (logger.isLevelEnabled('info') && !quiet) {
+        logger.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
+      }
+    }
+  };
+
+  async function caught(ctx: Context, next: () => Promise<unknown>): Promise<void> {
     try {
       await next();
     } catch (err) {
@@ -74,11 +112,16 @@ function problems(logger: Logger): Middleware {
         }
       }
     }
-    // Only method, path and status: never headers (Authorization), bodies or query strings.
-    if (logger.isLevelEnabled('info')) {
-      logger.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: performance.now() - started }, 'request');
-    }
-  };
+  }
+}
+
+/** How a top-up request ended, for lds_topups_total (bounded outcomes; never who or which credential). */
+function topupOutcome(s: number, body: unknown): TopupOutcome {
+  if (s === 200) return 'paid';
+  if (s === 409) return 'repeated';
+  const type = typeof body === 'object' && body !== null ? String((body as { type?: unknown }).type ?? '') : '';
+  if (s === 402 && type.endsWith('/payment-required')) return 'challenged';
+  return s >= 500 ? 'failed' : 'refused';
 }
 
 /**
@@ -151,7 +194,11 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
   // The hot path: POST of the exact draw path skips the router's per-request match and compose. Any
   // other spelling the router accepts (trailing slash, case) still reaches the route above.
   const drawPath = `${basePath}/lds/draw`;
-  const drawFastPath: Middleware = (ctx, next) => (ctx.method === 'POST' && ctx.path === drawPath ? draw(ctx) : next());
+  const drawFastPath: Middleware = (ctx, next) => {
+    if (ctx.method !== 'POST' || ctx.path !== drawPath) return next();
+    ctx.state.route = drawPath;
+    return draw(ctx);
+  };
 
   router.get('/lds/balance', async (ctx) => {
     const token = balanceTokenOf(ctx.get('authorization'));
@@ -161,11 +208,17 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
   });
 
   router.post('/lds/balance/topup', async (ctx, next) => {
-    // Validated against the OpenAPI document here; the handler then finds the parsed body on ctx.request.
-    const body = await readJsonBody(ctx, maxBody);
-    o.validator.body('topUp', body);
-    (ctx.request as { body?: unknown }).body = body;
-    await o.topup(ctx, next);
+    try {
+      // Validated against the OpenAPI document here; the handler then finds the parsed body on ctx.request.
+      const body = await readJsonBody(ctx, maxBody);
+      o.validator.body('topUp', body);
+      (ctx.request as { body?: unknown }).body = body;
+      await o.topup(ctx, next);
+      o.ops?.metrics.topup(topupOutcome(ctx.status, ctx.body));
+    } catch (err) {
+      o.ops?.metrics.topup(topupOutcome(err instanceof Problem ? err.status : 500, err instanceof Problem ? { type: err.type } : undefined));
+      throw err;
+    }
   });
 
   // Published DCAT documents are answered by the static layer; reaching here means no such product.
@@ -174,12 +227,36 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
     throw new Problem(404, 'unknown-product', 'Unknown product', `There is no product ${JSON.stringify(ctx.params.product_id.slice(0, 80))}; GET ${basePath}/lds/_catalog lists them.`, { field: 'product_id' });
   });
 
-  app.use(problems(o.logger));
+  const routePaths = new Set<string>(); // the router's literal paths, filled once every route is added
+  app.use(problems(o.logger, o.ops?.metrics, routePaths));
   app.use(requireHost);
-  app.use(staticMiddleware(o.site));
-  if (o.rateLimit.perSecond > 0) app.use(rateLimitMiddleware(o.rateLimit.perSecond, o.rateLimit.burst)); // 0 = no limit
+  if (o.ops) app.use(opsMiddleware(o.ops));
+  const serveStatic = staticMiddleware(o.site);
+  app.use(async (ctx, next) => {
+    let passed = false;
+    await serveStatic(ctx, () => {
+      passed = true;
+      return next();
+    });
+    if (!passed) ctx.state.route = 'static';
+  });
+  // 0 = no limit (for that bucket)
+  app.use(
+    rateLimitMiddleware({
+      perSecond: o.rateLimit.perSecond,
+      burst: o.rateLimit.burst,
+      tokenPerSecond: o.rateLimit.tokenPerSecond ?? 0,
+      tokenBurst: o.rateLimit.tokenBurst ?? 1,
+      onRefused: (policy) => o.ops?.metrics.rateLimited(policy),
+    }),
+  );
   app.use(drawFastPath);
   app.use(router.routes());
+  // Whatever passes the router unmatched is for the adapters: their paths are a fixed set.
+  app.use((ctx, next) => {
+    ctx.state.adapter = true;
+    return next();
+  });
 
   const mounts = o.mount === undefined ? [] : Array.isArray(o.mount) ? o.mount : [o.mount];
   for (const m of mounts) m({ app, router, service: o.service, site: o.site, logger: o.logger, basePath, baseUrl, mcpUrl: catalogue.mcp_url });
@@ -189,6 +266,7 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
   for (const l of router.stack) {
     const methods = l.methods.filter((m) => m !== 'HEAD');
     if (methods.length && typeof l.path === 'string') known.set(l.path, [...(known.get(l.path) ?? []), ...methods]);
+    if (typeof l.path === 'string' && !l.path.includes(':')) routePaths.add(l.path);
   }
   for (const path of o.site.entries.keys()) known.set(path, ['GET', 'HEAD']);
   app.use(async (ctx) => {

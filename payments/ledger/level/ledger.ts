@@ -30,6 +30,7 @@ import {
   type DebitDrawResult,
   type ImportRecord,
   type Ledger,
+  type LedgerHooks,
   type LedgerRecords,
   type LoggerLike,
   toStatementEntry,
@@ -41,6 +42,7 @@ import { hashesEqual, isTokenHash, tokenHint } from '../../tokens.ts';
 
 export interface LevelLedgerOptions {
   logger?: LoggerLike;
+  hooks?: LedgerHooks;
 }
 
 interface Pending<T> {
@@ -94,14 +96,25 @@ export class LevelLedger implements Ledger {
     readonly location: string,
     lastSeq: number,
     private readonly logger?: LoggerLike,
+    hooks: LedgerHooks = {},
   ) {
     this.seq = lastSeq;
-    this.committer = new GroupCommitter(db, (e) => this.logger?.error({ err: e.message }, 'ledger stopped after a failed write'));
+    this.committer = new GroupCommitter(observedWriter(db, hooks, () => this.takeQueuedChanges()), (e) => {
+      this.logger?.error({ err: e.message }, 'ledger stopped after a failed write');
+      hooks.onFatal?.(e);
+    });
   }
 
   static async open(dir: string, options: LevelLedgerOptions = {}): Promise<LevelLedger> {
     const db = await openLevelDb(dir, { createIfMissing: true });
-    return new LevelLedger(db, dir, await lastSeqOf(db), options.logger);
+    return new LevelLedger(db, dir, await lastSeqOf(db), options.logger, options.hooks);
+  }
+
+  /** Ready while open and no write has failed (a failed write stops the ledger until restart). */
+  async ready(): Promise<string | null> {
+    if (this.closed) return 'ledger is closed';
+    const failed = this.committer.failed;
+    return failed ? failed.message : null;
   }
 
   // ---------------------------------------------------------------- draws
@@ -150,13 +163,13 @@ export class LevelLedger implements Ledger {
           put(K.balance(tokenHash), newBal),
           put(K.statement(tokenHash, debitSeq), statementLine({ kind: 'draw', ...draw })),
         ];
-        commit.durable = this.committer.enqueue(ops);
+        commit.durable = this.enqueue(ops);
         this.balances.set(tokenHash, newBal);
         this.trackPending(this.pendingDraws, input.quoteId, draw, commit.durable);
         return { kind: 'ok', draw, balanceAfterCents: after };
       }),
     );
-    if (commit.durable) await commit.durable;
+    if (commit.durable) await durably(commit.durable);
     return result;
   }
 
@@ -211,7 +224,7 @@ export class LevelLedger implements Ledger {
             put(K.balance(tokenHash), newBal),
             put(K.statement(tokenHash, creditSeq), statementLine({ kind: 'topup', ...topup })),
           ];
-          commit.durable = this.committer.enqueue(ops);
+          commit.durable = this.enqueue(ops);
           this.balances.set(tokenHash, newBal);
           this.trackPending(this.pendingByChallenge, input.challengeId, topup, commit.durable);
           this.trackPending(this.pendingByPayment, paymentKey, topup, commit.durable);
@@ -220,7 +233,7 @@ export class LevelLedger implements Ledger {
       ),
     );
     if (commit.durable) {
-      await commit.durable;
+      await durably(commit.durable);
       const r = result as Extract<CreditTopupResult, { kind: 'ok' }>;
       this.logger?.info({ topup: r.topup.topup_id, balance: tokenHint(tokenHash), amount_cents: input.amountCents, processor: input.processor }, 'ledger credited top-up');
     }
@@ -291,7 +304,7 @@ export class LevelLedger implements Ledger {
     for await (const _key of this.db.keys({ limit: 1 })) throw new LedgerNotEmptyError(`the ledger ${this.location} is not empty: import into a new, empty ledger directory`);
     const ops: BatchOp[] = [];
     const flush = async () => {
-      if (ops.length) await this.committer.enqueue(ops.splice(0));
+      if (ops.length) await this.enqueue(ops.splice(0));
     };
     for await (const [key, value] of importWrites(records)) {
       ops.push(put(key, value));
@@ -310,6 +323,25 @@ export class LevelLedger implements Ledger {
   }
 
   // ---------------------------------------------------------------- internals
+
+  /** State changes queued since the committer last took its queue (for the batch-size metric). */
+  private queuedChanges = 0;
+
+  /** One state change to the group committer. */
+  private enqueue(ops: BatchOp[]): Promise<void> {
+    this.queuedChanges++;
+    return this.committer.enqueue(ops);
+  }
+
+  /**
+   * The committer takes its whole queue and calls batch() in the same tick, so the changes queued
+   * since the last batch are exactly the ones in this batch.
+   */
+  private takeQueuedChanges(): number {
+    const n = this.queuedChanges;
+    this.queuedChanges = 0;
+    return n;
+  }
 
   private assertUsable(): void {
     if (this.closed) throw new LedgerUnavailableError('ledger is closed');
@@ -369,6 +401,33 @@ export class LevelLedger implements Ledger {
       () => {},
     );
   }
+}
+
+/** A change that did not become durable because the write failed: the ledger has stopped (503). */
+async function durably(p: Promise<void>): Promise<void> {
+  try {
+    await p;
+  } catch (err) {
+    throw err instanceof LedgerUnavailableError ? err : new LedgerUnavailableError((err as Error).message, { cause: err });
+  }
+}
+
+/**
+ * The database as the group committer sees it: each synced batch is timed for the metrics
+ * (hooks.onBatch), and a test may inject a write failure (hooks.failWrite) to exercise fail-stop.
+ */
+function observedWriter(db: Level<string, unknown>, hooks: LedgerHooks, changes: () => number): { batch(ops: BatchOp[], options: { sync: boolean }): Promise<void> } {
+  if (!hooks.onBatch && !hooks.failWrite) return db;
+  return {
+    async batch(ops, options) {
+      const n = changes(); // read before any await: the next batch's changes are queued meanwhile
+      const fault = hooks.failWrite?.();
+      if (fault) throw fault;
+      const started = performance.now();
+      await db.batch(ops, options);
+      hooks.onBatch?.(ops.length, (performance.now() - started) / 1000, n);
+    },
+  };
 }
 
 /** The highest entry seq written so far (0 for an empty ledger). */

@@ -72,6 +72,11 @@ export class PgLedger implements Ledger {
     private readonly logger?: LoggerLike,
   ) {}
 
+  /** Pool use and the running totals above, for the metrics (payments/metrics.ts). */
+  poolStats(): { total: number; idle: number; waiting: number; max: number; retries: number; unavailable: number } {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.pool.options.max ?? 10, ...this.stats };
+  }
+
   static async open(o: PgLedgerOptions): Promise<PgLedger> {
     const pool = new pg.Pool({
       connectionString: o.url,
@@ -293,6 +298,28 @@ export class PgLedger implements Ledger {
       throw err;
     } finally {
       client.release();
+    }
+  }
+
+  /**
+   * Ready when a pooled connection answers within 2 s and the server is not a read-only standby
+   * (a failover that left us on a replica cannot take debits). Not counted in `stats`, not logged as
+   * an error: a probe every few seconds while the database is down would only repeat itself.
+   */
+  async ready(): Promise<string | null> {
+    if (this.closed) return 'ledger is closed';
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve('database did not answer within 2 s'), 2000);
+    });
+    const probe = this.pool.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby').then(
+      (r) => (r.rows[0]?.standby ? 'database is a read-only standby' : null),
+      (err: Error) => `database: ${err.message}`,
+    );
+    try {
+      return await Promise.race([probe, timeout]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

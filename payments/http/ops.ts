@@ -1,0 +1,69 @@
+// Operator endpoints, answered before the static site and the rate limit (a probe must never be
+// refused for being frequent):
+//   GET /healthz  the process is alive and its event loop answers (no I/O at all);
+//   GET /readyz   ledger writable, unit store open, catalogue loaded, not draining; 503 problem
+//                 `not-ready` naming what is not ready otherwise;
+//   GET /metrics  Prometheus text (payments/metrics.ts), only with `Authorization: Bearer
+//                 <LDS_OPERATOR_TOKEN>`; 401 problem otherwise.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { Metrics } from '../metrics.ts';
+import { Problem } from '../problem.ts';
+
+export const OPS_PATHS = { health: '/healthz', ready: '/readyz', metrics: '/metrics' } as const;
+
+export interface Readiness {
+  ready: boolean;
+  /** check name -> 'ok' or what is wrong (short, no internals) */
+  checks: Record<string, string>;
+}
+
+export interface OpsOptions {
+  metrics: Metrics;
+  operatorToken: Buffer;
+  readiness: () => Promise<Readiness>;
+  catalogueVersion: string;
+}
+
+const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest();
+
+/** Constant-time check of `Authorization: Bearer <operator token>`. */
+export function operatorAuthorized(header: string | undefined, operatorToken: Buffer): boolean {
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? '');
+  if (!m) return false;
+  return timingSafeEqual(sha256(m[1]!), sha256(operatorToken));
+}
+
+export function operatorTokenRequired(): Problem {
+  return new Problem(401, 'operator-token-required', 'Operator token required', 'This endpoint needs `Authorization: Bearer <LDS_OPERATOR_TOKEN>`.');
+}
+
+export function opsMiddleware(o: OpsOptions): Middleware {
+  return async (ctx, next) => {
+    const path = ctx.path;
+    if (path !== OPS_PATHS.health && path !== OPS_PATHS.ready && path !== OPS_PATHS.metrics) return next();
+    ctx.state.route = path;
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      ctx.set('Allow', 'GET, HEAD');
+      throw new Problem(405, 'method-not-allowed', 'Method not allowed', `${path} answers GET, HEAD.`);
+    }
+    ctx.set('Cache-Control', 'no-store');
+    if (path === OPS_PATHS.health) {
+      ctx.body = { status: 'ok' };
+      return;
+    }
+    if (path === OPS_PATHS.ready) {
+      const r = await o.readiness();
+      o.metrics.setReady(r.ready);
+      if (!r.ready) {
+        const notReady = Object.entries(r.checks).filter(([, v]) => v !== 'ok').map(([k]) => k);
+        throw new Problem(503, 'not-ready', 'Not ready', `Not ready: ${notReady.join(', ')}. Send traffic to another instance; this one recovers by itself or is restarted by its supervisor.`, { not_ready: notReady, checks: r.checks });
+      }
+      ctx.body = { status: 'ready', checks: r.checks, catalogue_version: o.catalogueVersion };
+      return;
+    }
+    if (!operatorAuthorized(ctx.get('authorization'), o.operatorToken)) throw operatorTokenRequired();
+    ctx.set('Content-Type', o.metrics.contentType);
+    ctx.body = await o.metrics.text();
+  };
+}

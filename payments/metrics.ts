@@ -1,0 +1,178 @@
+// Prometheus metrics (GET /metrics, operator token): one prom-client Registry per running server,
+// never the library's global one, so several servers in one process (tests, the benchmark) keep
+// their own counts. Labels are bounded sets only: route templates (never raw paths), status codes,
+// product ids from the catalogue, outcomes. Nothing names a buyer: no balance token, token hash,
+// address or quote id ever becomes a label.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** PostgreSQL pool figures a ledger can report (payments/ledger/postgres/ledger.ts). */
+export interface PoolStats {
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
+  retries: number;
+  unavailable: number;
+}
+
+/** How a top-up request ended: paid (200), repeated (409: already credited or in progress), challenged (the 402 MPP challenge), refused (other 4xx), failed (5xx). */
+export type TopupOutcome = 'paid' | 'repeated' | 'challenged' | 'refused' | 'failed';
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** One answered HTTP request; `route` is a template (`/v1/lds/draw`, `static`, `unmatched`). */
+  request(method: string, route: string, status: number, seconds: number): void;
+  quote(productId: string): void;
+  paidDraw(productId: string, units: number, cents: number, currency: string): void;
+  topup(outcome: TopupOutcome): void;
+  /** A top-up the ledger credited (exactly once per payment, whichever request carried it). */
+  topupCredited(cents: number, currency: string): void;
+  /** One ledger state change (debit or credit) as the service saw it: call to durable answer. */
+  ledgerCommit(op: 'debit' | 'credit', outcome: 'ok' | 'error', seconds: number): void;
+  /**
+   * One synced LevelDB write of the group committer: `ops` key writes, `changes` state changes in
+   * it when the caller knows them, `seconds` the write + fsync. The commit path calls this.
+   */
+  groupCommit(ops: number, seconds: number, changes?: number): void;
+  rateLimited(policy: 'addr' | 'token'): void;
+  /** Scraped from the pool at each collection. */
+  watchPool(stats: () => PoolStats): void;
+  /** 1 when ready, 0 when not, set by /readyz and at each scrape. */
+  setReady(ready: boolean): void;
+  /** How a scrape checks readiness (the same checks as /readyz). */
+  watchReadiness(probe: () => Promise<boolean>): void;
+  text(): Promise<string>;
+  readonly contentType: string;
+}
+
+export interface MetricsOptions {
+  backend: string;
+  /** The catalogue's product ids: any other id is counted as `other` (bounded label values). */
+  products: readonly string[];
+  /** Default process metrics (CPU, memory, event loop lag, handles). */
+  processMetrics?: boolean;
+}
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+export function createMetrics(o: MetricsOptions): Metrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service: 'lds', ledger_backend: o.backend });
+  if (o.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'lds_' });
+  const products = new Set(o.products);
+  const product = (id: string) => (products.has(id) ? id : 'other');
+  const registers = [registry];
+
+  const requests = new Counter({ name: 'lds_http_requests_total', help: 'HTTP requests answered, by route template and status.', labelNames: ['method', 'route', 'status'], registers });
+  const duration = new Histogram({ name: 'lds_http_request_duration_seconds', help: 'HTTP request duration, by route template and status.', labelNames: ['method', 'route', 'status'], buckets: LATENCY_BUCKETS, registers });
+  const quotes = new Counter({ name: 'lds_quotes_total', help: 'Quotes given (402 answers of POST /lds/draw), by product.', labelNames: ['product'], registers });
+  const draws = new Counter({ name: 'lds_paid_draws_total', help: 'Paid draws delivered (first delivery; replays of a paid quote are not counted), by product.', labelNames: ['product'], registers });
+  const units = new Counter({ name: 'lds_units_sold_total', help: 'Units delivered by paid draws, by product.', labelNames: ['product'], registers });
+  const centsSold = new Counter({ name: 'lds_sold_cents_total', help: 'Money taken by paid draws, in cents, by product and currency.', labelNames: ['product', 'currency'], registers });
+  const topups = new Counter({ name: 'lds_topups_total', help: 'Top-up requests by outcome: paid (200), repeated (409), challenged (the 402 MPP challenge), refused (other 4xx), failed (5xx).', labelNames: ['outcome'], registers });
+  const credited = new Counter({ name: 'lds_topups_credited_total', help: 'Top-ups credited by the ledger (once per payment), by currency.', labelNames: ['currency'], registers });
+  const topupCents = new Counter({ name: 'lds_topup_cents_total', help: 'Money credited by top-ups, in cents, by currency.', labelNames: ['currency'], registers });
+  const commit = new Histogram({ name: 'lds_ledger_commit_seconds', help: 'Ledger state changes (draw debits, top-up credits) from call to durable answer.', labelNames: ['op', 'outcome'], buckets: LATENCY_BUCKETS, registers });
+  const batchOps = new Histogram({ name: 'lds_ledger_group_commit_ops', help: 'LevelDB group commit: key writes per synced batch.', buckets: BATCH_BUCKETS, registers });
+  const batchChanges = new Histogram({ name: 'lds_ledger_group_commit_changes', help: 'LevelDB group commit: state changes per synced batch (when the committer reports them).', buckets: BATCH_BUCKETS, registers });
+  const batchSeconds = new Histogram({ name: 'lds_ledger_group_commit_seconds', help: 'LevelDB group commit: write + fsync time per batch.', buckets: LATENCY_BUCKETS, registers });
+  const limited = new Counter({ name: 'lds_rate_limited_total', help: 'Requests refused with 429, by the policy that refused them (addr: per client address; token: per balance token).', labelNames: ['policy'], registers });
+  let readyProbe: (() => Promise<boolean>) | undefined;
+  const ready = new Gauge({
+    name: 'lds_ready',
+    help: '1 when GET /readyz answers 200 (checked again at every scrape).',
+    registers,
+    async collect() {
+      if (readyProbe) this.set((await readyProbe()) ? 1 : 0);
+    },
+  });
+  ready.set(1);
+
+  let pool: (() => PoolStats) | undefined;
+  new Gauge({
+    name: 'lds_pg_pool_connections',
+    help: 'PostgreSQL pool connections: total open, idle, clients waiting for one, and the pool size.',
+    labelNames: ['state'],
+    registers,
+    collect() {
+      if (!pool) return;
+      const s = pool();
+      this.set({ state: 'total' }, s.total);
+      this.set({ state: 'idle' }, s.idle);
+      this.set({ state: 'waiting' }, s.waiting);
+      this.set({ state: 'max' }, s.max);
+    },
+  });
+  // Counters fed from the ledger's own running totals at scrape time.
+  let seenRetries = 0;
+  let seenUnavailable = 0;
+  new Counter({
+    name: 'lds_pg_retries_total',
+    help: 'PostgreSQL statements retried after a serialization failure or deadlock (40001, 40P01).',
+    registers,
+    collect() {
+      if (!pool) return;
+      const r = pool().retries;
+      if (r > seenRetries) this.inc(r - seenRetries);
+      seenRetries = r;
+    },
+  });
+  new Counter({
+    name: 'lds_pg_unavailable_total',
+    help: 'PostgreSQL statements that failed because the database was unreachable (answered 503).',
+    registers,
+    collect() {
+      if (!pool) return;
+      const u = pool().unavailable;
+      if (u > seenUnavailable) this.inc(u - seenUnavailable);
+      seenUnavailable = u;
+    },
+  });
+
+  const children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+  return {
+    registry,
+    contentType: registry.contentType,
+    request(method, route, status, seconds) {
+      // The hot path: the labelled children are looked up once per (method, route, status), not
+      // per request (prom-client would hash the label object each time). Bounded like the labels.
+      const key = `${method} ${route} ${status}`;
+      let c = children.get(key);
+      if (!c) {
+        const labels = { method, route, status: String(status) };
+        c = { count: requests.labels(labels), time: duration.labels(labels) };
+        children.set(key, c);
+      }
+      c.count.inc();
+      c.time.observe(seconds);
+    },
+    quote: (id) => quotes.inc({ product: product(id) }),
+    paidDraw(id, n, cents, currency) {
+      const p = product(id);
+      draws.inc({ product: p });
+      units.inc({ product: p }, n);
+      centsSold.inc({ product: p, currency }, cents);
+    },
+    topup: (outcome) => topups.inc({ outcome }),
+    topupCredited(cents, currency) {
+      credited.inc({ currency });
+      topupCents.inc({ currency }, cents);
+    },
+    ledgerCommit: (op, outcome, seconds) => commit.observe({ op, outcome }, seconds),
+    groupCommit(ops, seconds, changes) {
+      batchOps.observe(ops);
+      batchSeconds.observe(seconds);
+      if (changes !== undefined) batchChanges.observe(changes);
+    },
+    rateLimited: (policy) => limited.inc({ policy }),
+    watchPool(stats) {
+      pool = stats;
+    },
+    setReady: (r) => ready.set(r ? 1 : 0),
+    watchReadiness(probe) {
+      readyProbe = probe;
+    },
+    text: () => registry.metrics(),
+  };
+}
