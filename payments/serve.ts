@@ -11,6 +11,7 @@ import { createApp, type Mount } from './http/app.ts';
 import { loadConfig, type ServiceConfig } from './config.ts';
 import { StoreDrawService } from './draw/store-service.ts';
 import type { Ledger } from './ledger/ledger.ts';
+import type { FaultHooks } from './faults.ts';
 import { openLedger } from './ledger/open.ts';
 import { createRequestValidator } from './http/openapi-validate.ts';
 import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/index.ts';
@@ -50,8 +51,10 @@ export interface StartOptions {
   logger?: Logger;
   /** MCP / A2A adapters (see MountContext in app.ts). */
   mount?: Mount | Mount[];
-  /** Tests: a clock for quote expiry. */
+  /** Tests and the simulator: a clock for quote expiry. */
   now?: () => number;
+  /** The simulator only (sim/instance.ts): fault hooks in the money path (payments/faults.ts). Never set in production. */
+  faults?: FaultHooks;
   /** Tests: a unit store other than the one under config.storeRoot. */
   openStore?: (root: string) => Promise<UnitStoreReader>;
   env?: NodeJS.ProcessEnv;
@@ -83,11 +86,11 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const basePath = new URL(catalogue.base_url).pathname.replace(/\/$/, '');
   const validator = createRequestValidator(site.json(`${basePath}/specification`));
 
-  const processor = config.processor === 'sandbox' ? createSandboxProcessor({ env }) : stripeProcessorFromEnv(env);
+  const processor = config.processor === 'sandbox' ? createSandboxProcessor({ env, ...(opts.faults ? { faults: opts.faults } : {}) }) : stripeProcessorFromEnv(env);
   const store = await (opts.openStore ?? defaultOpenStore)(config.storeRoot);
   let ledger: Ledger;
   try {
-    ledger = await openLedger(config, { logger });
+    ledger = await openLedger(config, { logger, ...(opts.faults ? { faults: opts.faults } : {}) });
   } catch (err) {
     await store.close();
     throw err;

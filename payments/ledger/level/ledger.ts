@@ -38,9 +38,12 @@ import {
 import { importWrites } from '../transfer.ts';
 import { verifyRecords, type Violation } from '../verify.ts';
 import { hashesEqual, isTokenHash, tokenHint } from '../../tokens.ts';
+import type { FaultHooks } from '../../faults.ts';
 
 export interface LevelLedgerOptions {
   logger?: LoggerLike;
+  /** Simulator only (payments/faults.ts); production never passes it. */
+  faults?: FaultHooks;
 }
 
 interface Pending<T> {
@@ -94,14 +97,15 @@ export class LevelLedger implements Ledger {
     readonly location: string,
     lastSeq: number,
     private readonly logger?: LoggerLike,
+    private readonly faults?: FaultHooks,
   ) {
     this.seq = lastSeq;
-    this.committer = new GroupCommitter(db, (e) => this.logger?.error({ err: e.message }, 'ledger stopped after a failed write'));
+    this.committer = new GroupCommitter(db, (e) => this.logger?.error({ err: e.message }, 'ledger stopped after a failed write'), faults);
   }
 
   static async open(dir: string, options: LevelLedgerOptions = {}): Promise<LevelLedger> {
     const db = await openLevelDb(dir, { createIfMissing: true });
-    return new LevelLedger(db, dir, await lastSeqOf(db), options.logger);
+    return new LevelLedger(db, dir, await lastSeqOf(db), options.logger, options.faults);
   }
 
   // ---------------------------------------------------------------- draws
@@ -150,13 +154,17 @@ export class LevelLedger implements Ledger {
           put(K.balance(tokenHash), newBal),
           put(K.statement(tokenHash, debitSeq), statementLine({ kind: 'draw', ...draw })),
         ];
-        commit.durable = this.committer.enqueue(ops);
+        this.faults?.commit('before-commit', 'debit');
+        commit.durable = this.committer.enqueue(ops, 'debit');
         this.balances.set(tokenHash, newBal);
         this.trackPending(this.pendingDraws, input.quoteId, draw, commit.durable);
         return { kind: 'ok', draw, balanceAfterCents: after };
       }),
     );
-    if (commit.durable) await commit.durable;
+    if (commit.durable) {
+      await commit.durable;
+      this.faults?.commit('after-commit', 'debit');
+    }
     return result;
   }
 
@@ -211,7 +219,8 @@ export class LevelLedger implements Ledger {
             put(K.balance(tokenHash), newBal),
             put(K.statement(tokenHash, creditSeq), statementLine({ kind: 'topup', ...topup })),
           ];
-          commit.durable = this.committer.enqueue(ops);
+          this.faults?.commit('before-commit', 'credit');
+          commit.durable = this.committer.enqueue(ops, 'credit');
           this.balances.set(tokenHash, newBal);
           this.trackPending(this.pendingByChallenge, input.challengeId, topup, commit.durable);
           this.trackPending(this.pendingByPayment, paymentKey, topup, commit.durable);
@@ -223,6 +232,7 @@ export class LevelLedger implements Ledger {
       await commit.durable;
       const r = result as Extract<CreditTopupResult, { kind: 'ok' }>;
       this.logger?.info({ topup: r.topup.topup_id, balance: tokenHint(tokenHash), amount_cents: input.amountCents, processor: input.processor }, 'ledger credited top-up');
+      this.faults?.commit('after-commit', 'credit');
     }
     return result;
   }
