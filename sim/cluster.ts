@@ -104,6 +104,7 @@ export class ProcPool {
 export class Instance {
   proc: Proc | null = null;
   base = '';
+  private broken = false;
 
   constructor(
     readonly index: number,
@@ -124,7 +125,11 @@ export class Instance {
 
   /** Serves `env` (a new history, or a restart after a crash): in the current process if alive, else a fresh one. */
   async serve(env: Record<string, string>, clock: number): Promise<void> {
+    // A process once broken on purpose (SIM_BREAK patches the ledger classes) never serves a clean history.
+    const broken = Boolean(env.SIM_BREAK);
+    if (this.alive && this.broken && !broken) await this.stop();
     if (!this.alive) this.proc = await this.pool.take();
+    this.broken ||= broken;
     const r = await this.proc!.tell({ type: 'serve', env, now: clock });
     if (!r.ok || !r.url) throw new Error(`instance ${this.index} did not start: ${r.error ?? ''} ${this.proc!.log.slice(-2000)}`);
     this.base = `${r.url}/v1`;
@@ -141,6 +146,7 @@ export class Instance {
   async stop(): Promise<void> {
     await this.proc?.stop();
     this.proc = null;
+    this.broken = false;
   }
 }
 

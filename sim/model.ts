@@ -22,11 +22,14 @@ export type Op =
   | { t: 'topupDup'; target: number; copies: number; inst: number }
   /** the processor charges, then times out (502); the buyer resends the same credential */
   | { t: 'timeout'; target: number; inst: number; inst2: number }
-  | { t: 'quote'; product: number; mode: 'units' | 'query'; pick: number[]; limit: number; target: number; withToken: boolean; inst: number }
+  /** units: `size` consecutive unit references of the product from `start` (wrapping); query: a word of its units */
+  | { t: 'quote'; product: number; mode: 'units' | 'query'; start: number; size: number; limit: number; target: number; withToken: boolean; inst: number }
   /** pay quote q (counted from the newest); same: from the balance that asked for it, else from target */
   | { t: 'pay'; q: number; same: boolean; target: number; inst: number }
   | { t: 'payDup'; q: number; same: boolean; target: number; copies: number; inst: number }
   | { t: 'tamper'; q: number; how: 'mac' | 'product' | 'units'; target: number; inst: number }
+  /** spend a balance down with large draws until the service refuses one for insufficient funds (at most 25 draws) */
+  | { t: 'drain'; target: number; product: number; start: number; inst: number }
   | { t: 'expire' }
   | { t: 'read'; target: number; inst: number }
   /** SIGKILL of an instance at a commit point of a debit or credit, restart, the buyer retries */
@@ -43,11 +46,12 @@ export function opArbitrary(o: { faults: boolean; pg: boolean }): fc.Arbitrary<O
     w(2, fc.record({ t: fc.constant('declined' as const), target: idx, inst })),
     w(3, fc.record({ t: fc.constant('resend' as const), k: idx, inst })),
     w(2, fc.record({ t: fc.constant('topupDup' as const), target: idx, copies: fc.integer({ min: 2, max: 4 }), inst })),
-    w(22, fc.record({ t: fc.constant('quote' as const), product: idx, mode: fc.constantFrom('units' as const, 'units' as const, 'query' as const), pick: fc.array(idx, { minLength: 1, maxLength: 40 }), limit: fc.integer({ min: 1, max: 20 }), target: idx, withToken: fc.boolean(), inst })),
+    w(22, fc.record({ t: fc.constant('quote' as const), product: idx, mode: fc.constantFrom('units' as const, 'units' as const, 'query' as const), start: idx, size: fc.oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 60, max: 100 })), limit: fc.integer({ min: 1, max: 20 }), target: idx, withToken: fc.boolean(), inst })),
     w(26, fc.record({ t: fc.constant('pay' as const), q: fc.nat({ max: 6 }), same: fc.boolean(), target: idx, inst })),
     w(5, fc.record({ t: fc.constant('payDup' as const), q: fc.nat({ max: 3 }), same: fc.boolean(), target: idx, copies: fc.integer({ min: 2, max: 5 }), inst })),
     w(4, fc.record({ t: fc.constant('tamper' as const), q: fc.nat({ max: 6 }), how: fc.constantFrom('mac' as const, 'product' as const, 'units' as const), target: idx, inst })),
     w(2, fc.record({ t: fc.constant('expire' as const) })),
+    w(3, fc.record({ t: fc.constant('drain' as const), target: idx, product: idx, start: idx, inst })),
     w(10, fc.record({ t: fc.constant('read' as const), target: idx, inst })),
   ];
   if (o.faults) {
