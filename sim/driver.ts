@@ -206,7 +206,7 @@ const post = (url: string, body: unknown, headers: Record<string, string> = {}) 
   http(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 
 const slug = (a: Answer) => (typeof a.body?.type === 'string' ? a.body.type.replace(PROBLEM_BASE, '') : undefined);
-const show = (a: Answer) => `${a.status} ${typeof a.body === 'string' ? a.body.slice(0, 200) : JSON.stringify(a.body)?.slice(0, 300)}`;
+const show = (a: Answer) => `${a.status} ${(typeof a.body === 'string' ? a.body : JSON.stringify(a.body) ?? '').slice(0, 160)}`;
 
 /** The official mppx client with the stripe method, minting the given sandbox SPT. */
 function mppxClient(spt: string) {
@@ -544,8 +544,10 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
         } else if (q.request.units) {
           const p = env.products.find((x) => x.id === q.productId)!;
           const extra = p.refs.find((r) => !q.request.units!.includes(r));
-          body = drawBody(q, { units: extra ? [...q.request.units, extra] : q.request.units.slice(1) });
-          if (!extra && q.request.units.length < 2) return 'skipped';
+          const u = q.request.units;
+          const changed = extra && u.length < env.maxUnits ? [...u, extra] : u.length > 1 ? u.slice(1) : extra ? [extra] : null;
+          if (!changed) return 'skipped';
+          body = drawBody(q, { units: changed });
           field = 'units';
         } else {
           body = drawBody(q, { query: `${q.request.query} x` });

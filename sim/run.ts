@@ -72,7 +72,7 @@ export async function runSim(c: SimConfig, givenEnv?: SimEnv): Promise<SimSummar
       const v = result.violation!;
       c.print(`  seed ${seed}, step ${v.step} [${v.check}]: ${v.message}`);
       c.print(`  operation: ${JSON.stringify(history[v.step])}`);
-      c.print(`  replay: ${replayCommand(c, seed)}`);
+      c.print(`  replay: ${c.replay ? `the same operations again (--replay with --history-out's file)` : replayCommand(c, seed)}`);
       if (c.shrink) {
         const s = await shrink(env, history, v.step, o, { runs: c.shrinkRuns, ms: c.shrinkSeconds * 1000 });
         outcome.shrunk = s;
