@@ -4,11 +4,15 @@
 // balance check, injected only here through sim/instance.ts) it must find one, print a replayable
 // seed and a shrunk history that fails again on its own and passes on the unbroken ledger.
 // Budget: LDS_SIM_SEEDS x LDS_SIM_STEPS per backend (defaults below; seeds are printed).
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { prepareEnv, type SimEnv } from '../sim/driver.ts';
 import { runSim, type SimConfig } from '../sim/run.ts';
+import type { Op } from '../sim/model.ts';
 import { BACKEND } from './helpers/ledgers.ts';
+import { REPO } from './helpers/build.ts';
 
 const SEEDS = Number(process.env.LDS_SIM_SEEDS ?? (BACKEND === 'level' ? 4 : 3));
 const STEPS = Number(process.env.LDS_SIM_STEPS ?? 50);
@@ -77,6 +81,31 @@ test('a ledger whose debit skips the balance check is caught, with a replayable 
   assert.is(again.failures.length, 1);
   const clean = await runSim({ ...broken, replay: shrunk.ops, steps: shrunk.ops.length, shrink: false, breakLedger: false }, env);
   assert.is(clean.failures.length, 0, clean.failures.map((x) => x.result.violation?.message).join('\n'));
+});
+
+test('the histories of defects the simulator found replay clean (sim/histories/)', async () => {
+  const dir = join(REPO, 'sim', 'histories');
+  const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+  assert.ok(files.length >= 1);
+  for (const f of files) {
+    const ops = JSON.parse(readFileSync(join(dir, f), 'utf8')) as Op[];
+    const s = await runSim({ ...base(), seeds: [1], replay: ops, steps: ops.length, shrink: false }, env);
+    assert.is(s.failures.length, 0, `${f}: ${s.failures.map((x) => x.result.violation?.message).join('\n')}`);
+  }
+});
+
+test('production never reaches the fault hooks or the simulated clock', () => {
+  const read = (f: string) => readFileSync(join(REPO, f), 'utf8');
+  // `lds serve` starts the service without them ...
+  const cli = read('payments/serve.ts').split('export async function serveFromCli')[1]!.split('\n}\n')[0]!;
+  assert.match(cli, /startServer\(config, \{ logger, mount: await agentMounts\(\) \}\)/);
+  assert.not.match(cli, /faults|now:/);
+  // ... and no code of the service reads anything of the simulator's.
+  const payments = readdirSync(join(REPO, 'payments'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith('.ts'));
+  for (const e of payments) {
+    const text = readFileSync(join(e.parentPath, e.name), 'utf8');
+    assert.not.match(text, /SIM_|from '\.\.?\/.*sim\//, `${e.name} reads nothing of the simulator`);
+  }
 });
 
 test.run();
