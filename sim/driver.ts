@@ -9,7 +9,7 @@
 //     also rebuilds every statement from the entries) is clean every `verifyEvery` steps, after every
 //     restart and at the end.
 // A violation carries the step; shrink() then looks for the shortest history that still fails.
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -137,6 +137,7 @@ export async function prepareEnv(backend: Backend, o: { instances: number; pgUrl
       } finally {
         clearInterval(keep);
       }
+      await rm(root, { recursive: true, force: true });
     },
   };
 }
