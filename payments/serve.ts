@@ -13,6 +13,7 @@ import { StoreDrawService } from './draw/store-service.ts';
 import type { DebitDrawInput, Ledger, LedgerHooks } from './ledger/ledger.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import type { Readiness } from './http/ops.ts';
+import type { FaultHooks } from './faults.ts';
 import { openLedger } from './ledger/open.ts';
 import { createRequestValidator } from './http/openapi-validate.ts';
 import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/index.ts';
@@ -53,8 +54,10 @@ export interface StartOptions {
   logger?: Logger;
   /** MCP / A2A adapters (see MountContext in app.ts). */
   mount?: Mount | Mount[];
-  /** Tests: a clock for quote expiry. */
+  /** Tests and the simulator: a clock for quote expiry. */
   now?: () => number;
+  /** The simulator only (sim/instance.ts): fault hooks in the money path (payments/faults.ts). Never set in production. */
+  faults?: FaultHooks;
   /** Tests: a unit store other than the one under config.storeRoot. */
   openStore?: (root: string) => Promise<UnitStoreReader>;
   env?: NodeJS.ProcessEnv;
@@ -97,7 +100,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const basePath = new URL(catalogue.base_url).pathname.replace(/\/$/, '');
   const validator = createRequestValidator(site.json(`${basePath}/specification`));
 
-  const processor = config.processor === 'sandbox' ? createSandboxProcessor({ env }) : stripeProcessorFromEnv(env);
+  const processor = config.processor === 'sandbox' ? createSandboxProcessor({ env, ...(opts.faults ? { faults: opts.faults } : {}) }) : stripeProcessorFromEnv(env);
   const store = await (opts.openStore ?? defaultOpenStore)(config.storeRoot);
   const metrics = createMetrics({ backend: config.ledgerUrl ? 'postgres' : 'level', products: catalogue.products.map((p) => p.product_id) });
   let ledgerFatal: Error | null = null;
@@ -113,7 +116,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   };
   let ledger: Ledger;
   try {
-    ledger = instrumentLedger(await openLedger(config, { logger, hooks }), metrics);
+    ledger = instrumentLedger(await openLedger(config, { logger, hooks, ...(opts.faults ? { faults: opts.faults } : {}) }), metrics);
   } catch (err) {
     await store.close();
     throw err;

@@ -1,6 +1,7 @@
 // Picks the ledger backend from the configuration: PostgreSQL when a URL is given
 // (LDS_LEDGER_URL=postgres://...), otherwise the embedded LevelDB under LDS_LEDGER_DIR.
 import type { Ledger, LedgerHooks, LoggerLike } from './ledger.ts';
+import type { FaultHooks } from '../faults.ts';
 
 export interface LedgerSettings {
   /** postgres://… : the PostgreSQL ledger; unset: LevelDB in ledgerDir. */
@@ -26,12 +27,12 @@ export function isPostgresUrl(url: string | undefined): url is string {
 }
 
 /** Opens the configured ledger. `migrate: false` opens a PostgreSQL ledger without changing its schema. */
-export async function openLedger(s: LedgerSettings, o: { logger?: LoggerLike; migrate?: boolean; hooks?: LedgerHooks } = {}): Promise<Ledger> {
+export async function openLedger(s: LedgerSettings, o: { logger?: LoggerLike; migrate?: boolean; hooks?: LedgerHooks; /** simulator only (payments/faults.ts) */ faults?: FaultHooks } = {}): Promise<Ledger> {
   if (s.ledgerUrl) {
     if (!isPostgresUrl(s.ledgerUrl)) throw new Error('LDS_LEDGER_URL must be a postgres:// (or postgresql://) URL');
     const { PgLedger } = await import('./postgres/ledger.ts');
-    return PgLedger.open({ url: s.ledgerUrl, poolSize: s.pgPoolSize, statementTimeoutMs: s.pgStatementTimeoutMs, logger: o.logger, migrate: o.migrate });
+    return PgLedger.open({ url: s.ledgerUrl, poolSize: s.pgPoolSize, statementTimeoutMs: s.pgStatementTimeoutMs, logger: o.logger, migrate: o.migrate, ...(o.faults ? { faults: o.faults } : {}) });
   }
   const { LevelLedger } = await import('./level/ledger.ts');
-  return LevelLedger.open(s.ledgerDir, { logger: o.logger, hooks: o.hooks });
+  return LevelLedger.open(s.ledgerDir, { logger: o.logger, hooks: o.hooks, ...(o.faults ? { faults: o.faults } : {}) });
 }

@@ -13,6 +13,7 @@
 // It is the default for a local start and refuses to exist when NODE_ENV=production.
 import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
+import type { FaultHooks } from '../faults.ts';
 import type { PaymentIntentCreateParams, PaymentIntentLike, PaymentIntentRequestOptions, PaymentProcessor } from './types.ts';
 
 export const SANDBOX_DECLINE_TOKEN = 'spt_sandbox_decline';
@@ -22,6 +23,8 @@ const MAX_REMEMBERED_KEYS = 10_000;
 export interface SandboxProcessorOptions {
   env?: NodeJS.ProcessEnv;
   networkId?: string;
+  /** Simulator only (payments/faults.ts): a charge that succeeds and then times out. */
+  faults?: FaultHooks;
 }
 
 type Outcome = { ok: true; pi: PaymentIntentLike } | { ok: false; error: Error };
@@ -51,6 +54,10 @@ export function createSandboxProcessor(options: SandboxProcessorOptions = {}): P
       if (seen.size > MAX_REMEMBERED_KEYS) seen.delete(seen.keys().next().value as string);
     }
     if (!outcome.ok) throw outcome.error;
+    if (options.faults?.processorAfterCharge()) {
+      // Charged (and remembered under the idempotency key), but the answer never arrives.
+      throw new Stripe.errors.StripeConnectionError({ type: 'api_error', message: 'Request timed out after the charge (simulated).' });
+    }
     return { ...outcome.pi, lastResponse: { headers: {} } };
   }
 

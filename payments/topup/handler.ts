@@ -8,8 +8,9 @@
 //      into the HMAC-signed challenge, 5 minute expiry). With `Authorization: Bearer <balance
 //      token>` the balance must exist, and the challenge asks for the credential in
 //      `Payment-Authorization` (mppx `requiresAuth`), because `Authorization` carries the token.
-//   3. With a credential, the challenge id is checked before any money moves: a challenge that
-//      is being processed right now (409) or was already credited (409) is not charged again.
+//   3. With a credential, the challenge id is checked before any money moves: a challenge already
+//      credited is answered again from the ledger when it is the very credential that paid (else
+//      409), even while a dead instance's claim on it lasts; one being processed right now is 409.
 //   4. mppx verifies the credential (HMAC, expiry, amount/currency binding) and charges the SPT
 //      by creating a Stripe PaymentIntent (idempotency key `mpp_<challenge id>_<spt>`).
 //   5. On success the ledger credits the balance in one synced batch that also claims the
@@ -134,10 +135,18 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
       const credentialHeader = bearer ? 'Payment-Authorization' : 'Authorization';
       const server = bearer ? withAuth : plain;
 
-      // Refuse a credential whose challenge is in flight (on any instance: the claim lives in the
-      // ledger) or already credited, before charging.
+      // A credential whose challenge is already credited is answered from the ledger, before any
+      // claim: an instance that died after crediting but before answering leaves its claim behind
+      // for the lease, and the buyer's resend must still get the answer, not "in progress".
       const verified = verifiedChallenge(ctx.get(credentialHeader), secretKey);
       const challengeId = verified?.id ?? null;
+      const credited = challengeId ? await ledger.findTopupByChallenge(challengeId) : null;
+      if (credited) {
+        await answerAgain(ctx, credited, target, ctx.get(credentialHeader), verified?.expires);
+        return;
+      }
+      // Refuse a credential whose challenge is in flight (on any instance: the claim lives in the
+      // ledger) or was credited meanwhile, before charging.
       const claim = challengeId ? await ledger.claimChallenge(challengeId, CHALLENGE_CLAIM_MS) : null;
       if (challengeId && !claim) throw new Problem(409, TOPUP_PROBLEMS.inProgress, 'Top-up in progress', 'this payment credential is being processed; retry shortly to learn the outcome');
       try {

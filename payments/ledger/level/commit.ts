@@ -1,4 +1,5 @@
 // Concurrency primitives of the ledger: a per-key async mutex and a group committer.
+import type { FaultHooks, FaultOp } from '../../faults.ts';
 
 /**
  * Per-key FIFO mutex. Callers that need several keys must always take them in the same global
@@ -29,6 +30,8 @@ export type BatchOp = { type: 'put'; key: string; value: unknown } | { type: 'de
 
 interface Waiter {
   ops: BatchOp[];
+  /** what kind of change this is, for the simulator's fault hooks (payments/faults.ts) */
+  tag?: FaultOp;
   resolve: () => void;
   reject: (e: unknown) => void;
 }
@@ -58,6 +61,8 @@ export class GroupCommitter {
   constructor(
     private readonly db: BatchWriter,
     private readonly onFatal: (e: Error) => void = () => {},
+    /** Simulator only (payments/faults.ts); production never passes it. */
+    private readonly faults?: FaultHooks,
   ) {}
 
   get failed(): Error | null {
@@ -65,10 +70,10 @@ export class GroupCommitter {
   }
 
   /** Resolves once `ops` are durable. An empty op list is a barrier: it resolves after every earlier change. */
-  enqueue(ops: BatchOp[]): Promise<void> {
+  enqueue(ops: BatchOp[], tag?: FaultOp): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ ops, resolve, reject });
+      this.queue.push({ ops, resolve, reject, ...(tag ? { tag } : {}) });
       if (!this.writing) void this.drain();
     });
   }
@@ -84,7 +89,11 @@ export class GroupCommitter {
         const group = this.queue.splice(0);
         const ops = group.flatMap((w) => w.ops);
         try {
-          if (ops.length > 0) await this.db.batch(ops, { sync: true });
+          if (ops.length > 0) {
+            const written = this.db.batch(ops, { sync: true });
+            if (this.faults) for (const w of group) if (w.tag) this.faults.commit('during-commit', w.tag);
+            await written;
+          }
         } catch (e) {
           const err = e instanceof Error ? e : new Error(String(e));
           this.failure = new Error(`ledger write failed; refusing further changes until restart: ${err.message}`, { cause: err });

@@ -39,10 +39,13 @@ import {
 import { importWrites } from '../transfer.ts';
 import { verifyRecords, type Violation } from '../verify.ts';
 import { hashesEqual, isTokenHash, tokenHint } from '../../tokens.ts';
+import type { FaultHooks, FaultOp } from '../../faults.ts';
 
 export interface LevelLedgerOptions {
   logger?: LoggerLike;
   hooks?: LedgerHooks;
+  /** Simulator only (payments/faults.ts); production never passes it. */
+  faults?: FaultHooks;
 }
 
 interface Pending<T> {
@@ -97,17 +100,22 @@ export class LevelLedger implements Ledger {
     lastSeq: number,
     private readonly logger?: LoggerLike,
     hooks: LedgerHooks = {},
+    private readonly faults?: FaultHooks,
   ) {
     this.seq = lastSeq;
-    this.committer = new GroupCommitter(observedWriter(db, hooks, () => this.takeQueuedChanges()), (e) => {
-      this.logger?.error({ err: e.message }, 'ledger stopped after a failed write');
-      hooks.onFatal?.(e);
-    });
+    this.committer = new GroupCommitter(
+      observedWriter(db, hooks, () => this.takeQueuedChanges()),
+      (e) => {
+        this.logger?.error({ err: e.message }, 'ledger stopped after a failed write');
+        hooks.onFatal?.(e);
+      },
+      faults,
+    );
   }
 
   static async open(dir: string, options: LevelLedgerOptions = {}): Promise<LevelLedger> {
     const db = await openLevelDb(dir, { createIfMissing: true });
-    return new LevelLedger(db, dir, await lastSeqOf(db), options.logger, options.hooks);
+    return new LevelLedger(db, dir, await lastSeqOf(db), options.logger, options.hooks, options.faults);
   }
 
   /** Ready while open and no write has failed (a failed write stops the ledger until restart). */
@@ -163,13 +171,17 @@ export class LevelLedger implements Ledger {
           put(K.balance(tokenHash), newBal),
           put(K.statement(tokenHash, debitSeq), statementLine({ kind: 'draw', ...draw })),
         ];
-        commit.durable = this.enqueue(ops);
+        this.faults?.commit('before-commit', 'debit');
+        commit.durable = this.enqueue(ops, 'debit');
         this.balances.set(tokenHash, newBal);
         this.trackPending(this.pendingDraws, input.quoteId, draw, commit.durable);
         return { kind: 'ok', draw, balanceAfterCents: after };
       }),
     );
-    if (commit.durable) await durably(commit.durable);
+    if (commit.durable) {
+      await durably(commit.durable);
+      this.faults?.commit('after-commit', 'debit');
+    }
     return result;
   }
 
@@ -224,7 +236,8 @@ export class LevelLedger implements Ledger {
             put(K.balance(tokenHash), newBal),
             put(K.statement(tokenHash, creditSeq), statementLine({ kind: 'topup', ...topup })),
           ];
-          commit.durable = this.enqueue(ops);
+          this.faults?.commit('before-commit', 'credit');
+          commit.durable = this.enqueue(ops, 'credit');
           this.balances.set(tokenHash, newBal);
           this.trackPending(this.pendingByChallenge, input.challengeId, topup, commit.durable);
           this.trackPending(this.pendingByPayment, paymentKey, topup, commit.durable);
@@ -236,6 +249,7 @@ export class LevelLedger implements Ledger {
       await durably(commit.durable);
       const r = result as Extract<CreditTopupResult, { kind: 'ok' }>;
       this.logger?.info({ topup: r.topup.topup_id, balance: tokenHint(tokenHash), amount_cents: input.amountCents, processor: input.processor }, 'ledger credited top-up');
+      this.faults?.commit('after-commit', 'credit');
     }
     return result;
   }
@@ -328,9 +342,9 @@ export class LevelLedger implements Ledger {
   private queuedChanges = 0;
 
   /** One state change to the group committer. */
-  private enqueue(ops: BatchOp[]): Promise<void> {
+  private enqueue(ops: BatchOp[], tag?: FaultOp): Promise<void> {
     this.queuedChanges++;
-    return this.committer.enqueue(ops);
+    return this.committer.enqueue(ops, tag);
   }
 
   /**

@@ -42,6 +42,7 @@ import { verifyRecords, type Violation } from '../verify.ts';
 import { hashesEqual, isTokenHash, tokenHint } from '../../tokens.ts';
 import { migrate } from './migrations.ts';
 import { redactUrl } from '../open.ts';
+import type { FaultHooks, FaultOp } from '../../faults.ts';
 
 export interface PgLedgerOptions {
   url: string;
@@ -54,6 +55,8 @@ export interface PgLedgerOptions {
   /** Apply pending migrations on open (the service does; `ledger verify` and export do not). */
   migrate?: boolean;
   logger?: LoggerLike;
+  /** Simulator only (payments/faults.ts); production never passes it. */
+  faults?: FaultHooks;
 }
 
 /** Retries of a statement rolled back by a serialization failure or deadlock. */
@@ -70,6 +73,7 @@ export class PgLedger implements Ledger {
     private readonly pool: pg.Pool,
     readonly location: string,
     private readonly logger?: LoggerLike,
+    private readonly faults?: FaultHooks,
   ) {}
 
   /** Pool use and the running totals above, for the metrics (payments/metrics.ts). */
@@ -97,7 +101,7 @@ export class PgLedger implements Ledger {
       await pool.end().catch(() => {});
       throw new Error(`cannot open the PostgreSQL ledger at ${location}: ${(err as Error).message}`, { cause: err });
     }
-    return new PgLedger(pool, location, o.logger);
+    return new PgLedger(pool, location, o.logger, o.faults);
   }
 
   // ---------------------------------------------------------------- draws
@@ -111,7 +115,7 @@ export class PgLedger implements Ledger {
     for (let attempt = 0; ; attempt++) {
       let claimed = false;
       try {
-        const r = await this.query<{ balance_after_cents: string }>(DEBIT_SQL, [
+        const r = await this.changeQuery<{ balance_after_cents: string }>('debit', DEBIT_SQL, [
           tokenHash,
           drawId,
           input.amountCents,
@@ -165,7 +169,7 @@ export class PgLedger implements Ledger {
     const at = new Date().toISOString();
     for (let attempt = 0; ; attempt++) {
       try {
-        const r = await this.query<{ balance_after_cents: string }>(input.createBalance ? CREDIT_NEW_SQL : CREDIT_SQL, [
+        const r = await this.changeQuery<{ balance_after_cents: string }>('credit', input.createBalance ? CREDIT_NEW_SQL : CREDIT_SQL, [
           input.tokenHash,
           topupId,
           input.amountCents,
@@ -341,6 +345,17 @@ export class PgLedger implements Ledger {
     } catch (err) {
       throw unavailableOr(err);
     }
+  }
+
+  /** A state-changing statement: `query`, with the simulator's commit points around it (payments/faults.ts). */
+  private async changeQuery<R extends pg.QueryResultRow>(op: FaultOp, sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
+    if (!this.faults) return this.query<R>(sql, params);
+    this.faults.commit('before-commit', op);
+    const running = this.query<R>(sql, params);
+    this.faults.commit('during-commit', op);
+    const r = await running;
+    if (r.rows.length === 1) this.faults.commit('after-commit', op);
+    return r;
   }
 
   /** One statement with the retry rule: rolled-back conflicts are retried, an unreachable database is a 503. */

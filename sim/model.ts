@@ -1,0 +1,177 @@
+// The simulator's model of the money path, in plain TypeScript: what each buyer operation must do
+// to the ledger and what the service must answer. It knows nothing of HTTP or processes; the driver
+// (sim/driver.ts) asks it what to expect, compares, and then applies the outcome.
+//
+// Ids are not modelled: draw, top-up, PaymentIntent and challenge ids (and quote nonces) stay
+// random in the service. The model refers to balances and quotes by their position in the history
+// and learns the service's ids from its answers (a draw id from a receipt, a challenge id from the
+// credential it built), so a seed reproduces the same history whatever the ids are.
+import fc from 'fast-check';
+import type { CommitPoint, FaultOp } from '../payments/faults.ts';
+
+// ------------------------------------------------------------------------------------------ ops
+
+/** One generated operation: data only, resolved against the state when it runs (indices wrap). */
+export type Op =
+  /** top-up: target wraps over balances + 1 (the last = a new balance); amount at/above/below the minimum */
+  | { t: 'topup'; target: number; amount: 'min' | 'above' | 'below'; extra: number; inst: number }
+  | { t: 'declined'; target: number; inst: number }
+  /** the very credential of an earlier credited top-up, sent again */
+  | { t: 'resend'; k: number; inst: number }
+  /** one fresh credential sent `copies` times at once (to several instances on PostgreSQL) */
+  | { t: 'topupDup'; target: number; copies: number; inst: number }
+  /** the processor charges, then times out (502); the buyer resends the same credential */
+  | { t: 'timeout'; target: number; inst: number; inst2: number }
+  /** units: `size` consecutive unit references of the product from `start` (wrapping); query: a word of its units */
+  | { t: 'quote'; product: number; mode: 'units' | 'query'; start: number; size: number; limit: number; target: number; withToken: boolean; inst: number }
+  /** pay quote q (counted from the newest); same: from the balance that asked for it, else from target */
+  | { t: 'pay'; q: number; same: boolean; target: number; inst: number }
+  | { t: 'payDup'; q: number; same: boolean; target: number; copies: number; inst: number }
+  | { t: 'tamper'; q: number; how: 'mac' | 'product' | 'units'; target: number; inst: number }
+  /** spend a balance down with large draws until the service refuses one for insufficient funds (at most 25 draws) */
+  | { t: 'drain'; target: number; product: number; start: number; inst: number }
+  | { t: 'expire' }
+  | { t: 'read'; target: number; inst: number }
+  /** SIGKILL of an instance at a commit point of a debit or credit, restart, the buyer retries */
+  | { t: 'crash'; point: CommitPoint; op: FaultOp; target: number; product: number; pick: number; inst: number; delayMs: number }
+  | { t: 'pgRestart'; inst: number };
+
+const idx = fc.nat({ max: 1000 });
+const inst = fc.nat({ max: 7 });
+
+export function opArbitrary(o: { faults: boolean; pg: boolean }): fc.Arbitrary<Op> {
+  const w = <T>(weight: number, arbitrary: fc.Arbitrary<T>) => ({ weight, arbitrary });
+  const parts: { weight: number; arbitrary: fc.Arbitrary<Op> }[] = [
+    w(10, fc.record({ t: fc.constant('topup' as const), target: idx, amount: fc.constantFrom('min' as const, 'above' as const, 'above' as const, 'below' as const), extra: fc.integer({ min: 1, max: 1500 }), inst })),
+    w(2, fc.record({ t: fc.constant('declined' as const), target: idx, inst })),
+    w(3, fc.record({ t: fc.constant('resend' as const), k: idx, inst })),
+    w(2, fc.record({ t: fc.constant('topupDup' as const), target: idx, copies: fc.integer({ min: 2, max: 4 }), inst })),
+    w(22, fc.record({ t: fc.constant('quote' as const), product: idx, mode: fc.constantFrom('units' as const, 'units' as const, 'query' as const), start: idx, size: fc.oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 60, max: 100 })), limit: fc.integer({ min: 1, max: 20 }), target: idx, withToken: fc.boolean(), inst })),
+    w(26, fc.record({ t: fc.constant('pay' as const), q: fc.nat({ max: 6 }), same: fc.boolean(), target: idx, inst })),
+    w(5, fc.record({ t: fc.constant('payDup' as const), q: fc.nat({ max: 3 }), same: fc.boolean(), target: idx, copies: fc.integer({ min: 2, max: 5 }), inst })),
+    w(4, fc.record({ t: fc.constant('tamper' as const), q: fc.nat({ max: 6 }), how: fc.constantFrom('mac' as const, 'product' as const, 'units' as const), target: idx, inst })),
+    w(2, fc.record({ t: fc.constant('expire' as const) })),
+    w(3, fc.record({ t: fc.constant('drain' as const), target: idx, product: idx, start: idx, inst })),
+    w(10, fc.record({ t: fc.constant('read' as const), target: idx, inst })),
+  ];
+  if (o.faults) {
+    parts.push(w(2, fc.record({ t: fc.constant('timeout' as const), target: idx, inst, inst2: inst })));
+    parts.push(
+      w(2, fc.record({ t: fc.constant('crash' as const), point: fc.constantFrom('before-commit' as const, 'during-commit' as const, 'after-commit' as const), op: fc.constantFrom('debit' as const, 'credit' as const), target: idx, product: idx, pick: idx, inst, delayMs: fc.integer({ min: 0, max: 3 }) })),
+    );
+    if (o.pg) parts.push(w(1, fc.record({ t: fc.constant('pgRestart' as const), inst })));
+  }
+  return fc.oneof(...parts);
+}
+
+/** The history of a seed: `steps` operations, the same for the same seed and options. */
+export function generateHistory(seed: number, steps: number, o: { faults: boolean; pg: boolean }): Op[] {
+  if (steps <= 0) return [];
+  return fc.sample(opArbitrary(o), { seed, numRuns: steps });
+}
+
+// ------------------------------------------------------------------------------------------ state
+
+export interface MBalance {
+  token: string;
+  hash: string;
+  cents: number;
+  /** newest last: kind, cents, and for draws the quote and draw ids */
+  lines: { kind: 'topup' | 'draw'; cents: number; quoteId?: string; drawId?: string }[];
+}
+
+export interface MQuote {
+  id: string;
+  productId: string;
+  request: { units?: string[]; query?: string; limit?: number };
+  cents: number;
+  expiresAt: number;
+  /** balance index that asked for it (or -1) */
+  askedBy: number;
+  paidBy?: number;
+  drawId?: string;
+  balanceAfter?: number;
+}
+
+export interface MCredential {
+  header: string;
+  headerName: 'Authorization' | 'Payment-Authorization';
+  bearer?: string;
+  challengeId: string;
+  cents: number;
+  /** the balance it credited */
+  balance: number;
+  createdBalance: boolean;
+}
+
+export type PayExpectation =
+  | { status: 200; kind: 'fresh'; after: number }
+  | { status: 200; kind: 'replay'; drawId: string; after: number }
+  | { status: 409; type: 'quote-paid-by-another-balance' }
+  | { status: 402; type: 'quote-expired' }
+  | { status: 402; type: 'insufficient-balance' };
+
+export class Model {
+  balances: MBalance[] = [];
+  quotes: MQuote[] = [];
+  credentials: MCredential[] = [];
+  /** challenge ids credited, and the draws paid, as the service must hold them */
+  credited = new Map<string, number>();
+  draws = new Map<string, string>(); // quote id -> draw id
+  revenue = 0;
+  clearing = 0;
+
+  constructor(public clock: number) {}
+
+  total(): number {
+    return this.balances.reduce((s, b) => s + b.cents, 0);
+  }
+
+  expectPay(q: MQuote, b: number): PayExpectation {
+    if (q.paidBy !== undefined) {
+      if (q.paidBy === b) return { status: 200, kind: 'replay', drawId: q.drawId!, after: q.balanceAfter! };
+      return { status: 409, type: 'quote-paid-by-another-balance' };
+    }
+    if (q.expiresAt <= this.clock) return { status: 402, type: 'quote-expired' };
+    if (this.balances[b].cents < q.cents) return { status: 402, type: 'insufficient-balance' };
+    return { status: 200, kind: 'fresh', after: this.balances[b].cents - q.cents };
+  }
+
+  applyDraw(q: MQuote, b: number, drawId: string): void {
+    const bal = this.balances[b];
+    bal.cents -= q.cents;
+    if (bal.cents < 0) throw new Error('model: negative balance');
+    bal.lines.push({ kind: 'draw', cents: q.cents, quoteId: q.id, drawId });
+    q.paidBy = b;
+    q.drawId = drawId;
+    q.balanceAfter = bal.cents;
+    this.draws.set(q.id, drawId);
+    this.revenue += q.cents;
+  }
+
+  /** A credited top-up; returns the balance index. */
+  applyCredit(c: { challengeId: string; cents: number; balance: number | 'new'; token?: string; hash?: string }): number {
+    let i: number;
+    if (c.balance === 'new') {
+      this.balances.push({ token: c.token!, hash: c.hash!, cents: 0, lines: [] });
+      i = this.balances.length - 1;
+    } else i = c.balance;
+    this.balances[i].cents += c.cents;
+    this.balances[i].lines.push({ kind: 'topup', cents: c.cents });
+    this.credited.set(c.challengeId, i);
+    this.clearing -= c.cents;
+    return i;
+  }
+}
+
+/** "5.00" -> 500 without floating point; "-0.10" -> -10. */
+export function cents(amount: string): number {
+  const neg = amount.startsWith('-');
+  const [e, c = '00'] = (neg ? amount.slice(1) : amount).split('.');
+  const v = Number(e) * 100 + Number(c.padEnd(2, '0'));
+  return neg ? -v : v;
+}
+
+export function money(c: number): string {
+  return `${Math.floor(c / 100)}.${String(c % 100).padStart(2, '0')}`;
+}

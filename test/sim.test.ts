@@ -1,0 +1,111 @@
+// @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// The seeded simulator (sim/): a fixed budget of generated histories against real service
+// processes must find no violation, and with a deliberately broken ledger (a debit that skips the
+// balance check, injected only here through sim/instance.ts) it must find one, print a replayable
+// seed and a shrunk history that fails again on its own and passes on the unbroken ledger.
+// Budget: LDS_SIM_SEEDS x LDS_SIM_STEPS per backend (defaults below; seeds are printed).
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { prepareEnv, type SimEnv } from '../sim/driver.ts';
+import { runSim, type SimConfig } from '../sim/run.ts';
+import type { Op } from '../sim/model.ts';
+import { BACKEND } from './helpers/ledgers.ts';
+import { REPO } from './helpers/build.ts';
+
+const SEEDS = Number(process.env.LDS_SIM_SEEDS ?? (BACKEND === 'level' ? 4 : 3));
+const STEPS = Number(process.env.LDS_SIM_STEPS ?? 50);
+const FIRST_SEED = Number(process.env.LDS_SIM_FIRST_SEED ?? 1);
+/** A seed whose history (80 steps, no faults) spends a balance down early: the broken ledger shows there. */
+const BREAK_SEED = 3;
+
+let env: SimEnv;
+const lines: string[] = [];
+const print = (line: string) => {
+  lines.push(line);
+  console.log(`# ${line}`);
+};
+
+const base = (): SimConfig => ({
+  backend: BACKEND,
+  seeds: [],
+  steps: STEPS,
+  instances: 2,
+  faults: true,
+  maxRestarts: 1,
+  maxPgRestarts: 1,
+  verifyEvery: 25,
+  breakLedger: false,
+  shrink: true,
+  shrinkRuns: 8,
+  shrinkSeconds: 60,
+  print,
+});
+
+test.before(async () => {
+  // PostgreSQL: a server of the simulator's own, so that it can restart it.
+  env = await prepareEnv(BACKEND, { instances: 2, ownPg: true });
+});
+test.after(async () => {
+  await env?.close();
+});
+
+test(`${SEEDS} seeded histories of ${STEPS} steps find no violation on ${BACKEND}`, async () => {
+  const seeds = Array.from({ length: SEEDS }, (_, i) => FIRST_SEED + i);
+  const t0 = Date.now();
+  const s = await runSim({ ...base(), seeds }, env);
+  console.log(`# sim budget on ${BACKEND}: seeds ${seeds.join(',')}: ${s.histories} histories, ${s.steps} steps, ${s.restarts} instance restarts, ${s.pgRestarts} PostgreSQL restarts in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  assert.is(s.histories, SEEDS);
+  assert.is(s.failures.length, 0, s.failures.map((f) => `seed ${f.seed}: ${f.result.violation?.message}`).join('\n'));
+  assert.is(s.steps, SEEDS * STEPS);
+});
+
+test('a ledger whose debit skips the balance check is caught, with a replayable seed and a shrunk history', async () => {
+  lines.length = 0;
+  const broken: SimConfig = { ...base(), seeds: [BREAK_SEED], steps: 80, faults: false, breakLedger: true, shrinkRuns: 6 };
+  const s = await runSim(broken, env);
+  assert.is(s.failures.length, 1, 'the simulator must find the broken balance check');
+  const f = s.failures[0]!;
+  const text = lines.join('\n');
+  assert.match(text, `seed ${BREAK_SEED}, step ${f.result.violation!.step}`);
+  assert.match(text, `npm run sim -- --backend ${BACKEND} --seed ${BREAK_SEED} --steps 80 `);
+  // The level ledger answers 200 to a draw it must refuse; PostgreSQL's CHECK constraint turns the
+  // bad debit into an error instead - a wrong answer either way.
+  assert.match(f.result.violation!.message, /expected 402 insufficient-balance/);
+  const shrunk = f.shrunk!;
+  assert.ok(shrunk.ops.length <= f.result.steps, 'the shrunk history is no longer');
+  assert.ok(shrunk.result.violation, 'the shrunk history fails');
+  // The shrunk history replays on its own: it fails again with the break and passes without it.
+  const again = await runSim({ ...broken, replay: shrunk.ops, steps: shrunk.ops.length, shrink: false }, env);
+  assert.is(again.failures.length, 1);
+  const clean = await runSim({ ...broken, replay: shrunk.ops, steps: shrunk.ops.length, shrink: false, breakLedger: false }, env);
+  assert.is(clean.failures.length, 0, clean.failures.map((x) => x.result.violation?.message).join('\n'));
+});
+
+test('the histories of defects the simulator found replay clean (sim/histories/)', async () => {
+  const dir = join(REPO, 'sim', 'histories');
+  const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+  assert.ok(files.length >= 1);
+  for (const f of files) {
+    const ops = JSON.parse(readFileSync(join(dir, f), 'utf8')) as Op[];
+    const s = await runSim({ ...base(), seeds: [1], replay: ops, steps: ops.length, shrink: false }, env);
+    assert.is(s.failures.length, 0, `${f}: ${s.failures.map((x) => x.result.violation?.message).join('\n')}`);
+  }
+});
+
+test('production never reaches the fault hooks or the simulated clock', () => {
+  const read = (f: string) => readFileSync(join(REPO, f), 'utf8');
+  // `lds serve` starts the service without them ...
+  const cli = read('payments/serve.ts').split('export async function serveFromCli')[1]!.split('\n}\n')[0]!;
+  assert.match(cli, /startServer\(config, \{ logger, mount: await agentMounts\(\) \}\)/);
+  assert.not.match(cli, /faults|now:/);
+  // ... and no code of the service reads anything of the simulator's.
+  const payments = readdirSync(join(REPO, 'payments'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith('.ts'));
+  for (const e of payments) {
+    const text = readFileSync(join(e.parentPath, e.name), 'utf8');
+    assert.not.match(text, /SIM_|from '\.\.?\/.*sim\//, `${e.name} reads nothing of the simulator`);
+  }
+});
+
+test.run();
