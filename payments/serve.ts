@@ -16,6 +16,7 @@ import { createRequestValidator } from './http/openapi-validate.ts';
 import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/index.ts';
 import { loadStaticSite } from './http/static.ts';
 import { createTopupHandler } from './topup/handler.ts';
+import { ReceiptSigner } from './receipts.ts';
 
 /** Never log these, wherever they appear in a log object. */
 export const REDACT_PATHS = [
@@ -102,7 +103,9 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     logger.warn({ catalogue_store: catalogue.store_version, store: store.meta.store_version }, 'dist/ was built against another unit store version: counts in the catalogue may differ from what is sold');
   }
 
+  const receipts = ReceiptSigner.fromJwks(config.receiptKeys);
   const service = new StoreDrawService({
+    receipts,
     catalogue,
     store,
     ledger,
@@ -112,13 +115,15 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     logger,
     ...(opts.now ? { now: opts.now } : {}),
   });
-  const topup = createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger });
+  const topup = createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger, receipts });
   const { app } = createApp({
     service,
     site,
     validator,
     topup,
     logger,
+    receipts,
+    operatorToken: config.operatorToken,
     rateLimit: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst },
     trustProxy: config.trustProxy,
     ...(opts.mount ? { mount: opts.mount } : {}),

@@ -16,6 +16,10 @@ import type { RequestValidator } from './openapi-validate.ts';
 import { PROBLEM_CONTENT_TYPE, Problem } from '../problem.ts';
 import { staticMiddleware, type StaticSite } from './static.ts';
 import { balanceTokenOf } from '../tokens.ts';
+import type { ReceiptSigner } from '../receipts.ts';
+
+/** Where the receipt keys are published (linked from the well-known index and the agent card). */
+export const JWKS_PATH = '/.well-known/jwks.json';
 
 /** What an adapter (MCP, A2A) gets to mount itself: add middleware with app.use or routes on router. */
 export interface MountContext {
@@ -41,6 +45,10 @@ export interface AppOptions {
   logger: Logger;
   rateLimit: { perSecond: number; burst: number };
   trustProxy?: boolean;
+  /** Signs receipts; its public keys are served as the JWKS. */
+  receipts: ReceiptSigner;
+  /** Bearer token of the admin API (LDS_OPERATOR_TOKEN). */
+  operatorToken: string;
   /** Extension point for the MCP and A2A endpoints; called after the API routes, before the 404. */
   mount?: Mount | Mount[];
 }
@@ -163,6 +171,20 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
 
   app.use(problems(o.logger));
   app.use(staticMiddleware(o.site));
+  // The public receipt keys (current and retired): a runtime secret's public half, so the service
+  // serves it rather than dist/. Public, cacheable, not rate limited.
+  const jwksBody = JSON.stringify(o.receipts.jwks);
+  app.use(async (ctx, next) => {
+    if (ctx.path !== JWKS_PATH) return next();
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      ctx.set('Allow', 'GET, HEAD');
+      throw new Problem(405, 'method-not-allowed', 'Method not allowed', `${JWKS_PATH} answers GET, HEAD.`);
+    }
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.set('Access-Control-Allow-Origin', '*');
+    ctx.type = 'application/jwk-set+json';
+    ctx.body = jwksBody;
+  });
   if (o.rateLimit.perSecond > 0) app.use(rateLimitMiddleware(o.rateLimit.perSecond, o.rateLimit.burst)); // 0 = no limit
   app.use(drawFastPath);
   app.use(router.routes());
