@@ -124,6 +124,8 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     logger,
     receipts,
     operatorToken: config.operatorToken,
+    ledger,
+    processor,
     rateLimit: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst },
     trustProxy: config.trustProxy,
     ...(opts.mount ? { mount: opts.mount } : {}),

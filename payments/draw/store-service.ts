@@ -14,7 +14,7 @@ import type { BalanceView, DeliveredUnit, DrawRequest, DrawService, PaidDraw, Qu
 import type { DrawRecord, Ledger, LoggerLike } from '../ledger/ledger.ts';
 import { Problem } from '../problem.ts';
 import { QuoteSigner, canonicalUnits, digest, requestDigest, unitsDigests, type QuotePayload } from './quote.ts';
-import { hashToken, hashesEqual, isWellFormedToken, tokenHint } from '../tokens.ts';
+import { hashToken, hashesEqual, isWellFormedToken, newBalanceToken, tokenHint } from '../tokens.ts';
 import { UnitCache, canonicalArray, type CachedUnit } from '../store/unit-cache.ts';
 import type { DrawBounds } from '../http/openapi-validate.ts';
 import type { ReceiptSigner } from '../receipts.ts';
@@ -252,6 +252,22 @@ export class StoreDrawService implements DrawService {
     const r = await this.o.ledger.resolveToken(hashToken(balanceToken));
     if (r.kind === 'revoked') throw problems.revokedToken();
     return r.balance;
+  }
+
+  /**
+   * Replaces a balance token with a new one (the buyer's `POST /v1/lds/balance/token`): the new
+   * token is shown once, here; the old one stops working at once on every instance (the change is
+   * in the ledger). Two concurrent rotations of one token: one wins, the other gets a 401.
+   */
+  async rotateToken(balanceToken: string): Promise<{ balance_token: string; balance: string; currency: 'EUR' }> {
+    const balance = await this.balanceIdOf(balanceToken);
+    const fresh = newBalanceToken();
+    const r = await this.o.ledger.rotateToken(hashToken(balanceToken), fresh.hash);
+    if (r.kind === 'revoked') throw problems.revokedToken();
+    if (r.kind === 'unknown') throw problems.invalidToken();
+    const bal = await this.o.ledger.getBalance(balance);
+    this.o.logger?.info({ balance: tokenHint(balance) }, 'balance token rotated');
+    return { balance_token: fresh.token, balance: formatCents(bal?.cents ?? 0), currency: CURRENCY };
   }
 
   /** Balance in cents for a token, or null (unknown, malformed or revoked token). Used for the 402 Link decision. */

@@ -17,6 +17,22 @@ import { PROBLEM_CONTENT_TYPE, Problem } from '../problem.ts';
 import { staticMiddleware, type StaticSite } from './static.ts';
 import { balanceTokenOf } from '../tokens.ts';
 import type { ReceiptSigner } from '../receipts.ts';
+import type { Ledger } from '../ledger/ledger.ts';
+import type { PaymentProcessor } from '../processors/types.ts';
+import type { BalanceView } from '../draw/service.ts';
+import { mountAdmin } from './admin.ts';
+
+const CSV_COLUMNS = ['at', 'kind', 'id', 'amount', 'currency', 'balance_after', 'quote_id', 'product_id', 'draw_id', 'topup_id', 'reason'] as const;
+
+/** RFC 4180 CSV of a statement page: CRLF lines, fields quoted when they hold a comma, quote or line break. */
+export function statementCsv(view: BalanceView): string {
+  const cell = (v: unknown) => {
+    const t = v === undefined ? '' : String(v);
+    return /[",\r\n]/.test(t) ? `"${t.replaceAll('"', '""')}"` : t;
+  };
+  const rows = view.statement.map((l) => CSV_COLUMNS.map((c) => cell(c === 'currency' ? view.currency : (l as unknown as Record<string, unknown>)[c])).join(','));
+  return [CSV_COLUMNS.join(','), ...rows].join('\r\n') + '\r\n';
+}
 
 /** Where the receipt keys are published (linked from the well-known index and the agent card). */
 export const JWKS_PATH = '/.well-known/jwks.json';
@@ -49,6 +65,9 @@ export interface AppOptions {
   receipts: ReceiptSigner;
   /** Bearer token of the admin API (LDS_OPERATOR_TOKEN). */
   operatorToken: string;
+  /** The ledger and processor the admin API corrects balances with. */
+  ledger: Ledger;
+  processor: PaymentProcessor;
   /** Extension point for the MCP and A2A endpoints; called after the API routes, before the 404. */
   mount?: Mount | Mount[];
 }
@@ -150,10 +169,39 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
 
   router.get('/lds/balance', async (ctx) => {
     const token = balanceTokenOf(ctx.get('authorization'));
-    const view = await o.service.balance(token ?? '');
+    const q = ctx.query;
+    const one = (name: string): string | undefined => {
+      const v = q[name];
+      if (Array.isArray(v)) throw new Problem(400, 'malformed-request', 'Malformed request', `give ${name} once`, { field: name });
+      return v;
+    };
+    const format = one('format') ?? 'json';
+    if (format !== 'json' && format !== 'csv') throw new Problem(400, 'malformed-request', 'Malformed request', 'format must be json or csv', { field: 'format' });
+    const limitText = one('limit');
+    if (limitText !== undefined && !/^[0-9]{1,4}$/.test(limitText)) throw new Problem(400, 'malformed-request', 'Malformed request', 'limit must be an integer from 1 to 1000', { field: 'limit' });
+    const view = await o.service.balance(token ?? '', { after: one('after'), limit: limitText === undefined ? undefined : Number(limitText) });
     ctx.set('Cache-Control', 'no-store');
+    if (view.next_after) {
+      const next = new URLSearchParams({ after: view.next_after, ...(limitText ? { limit: limitText } : {}), ...(format === 'csv' ? { format } : {}) });
+      ctx.set('Link', `<${baseUrl}/lds/balance?${next}>; rel="next"`);
+    }
+    if (format === 'csv') {
+      ctx.type = 'text/csv; charset=utf-8; header=present';
+      ctx.set('Content-Disposition', 'attachment; filename="statement.csv"');
+      ctx.body = statementCsv(view);
+      return;
+    }
     ctx.body = view;
   });
+
+  // Rotation: Bearer the old token; the answer carries the new one (shown once).
+  router.post('/lds/balance/token', async (ctx) => {
+    const token = balanceTokenOf(ctx.get('authorization'));
+    ctx.set('Cache-Control', 'no-store, private');
+    ctx.body = await o.service.rotateToken(token ?? '');
+  });
+
+  mountAdmin(router, { ledger: o.ledger, processor: o.processor, operatorToken: o.operatorToken, maxBodyBytes: maxBody, logger: o.logger });
 
   router.post('/lds/balance/topup', async (ctx, next) => {
     // Validated against the OpenAPI document here; the handler then finds the parsed body on ctx.request.
