@@ -9,6 +9,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import { cp, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, importJWK, type JWK } from 'jose';
 import canonicalizeModule from 'canonicalize';
@@ -20,6 +23,19 @@ import { PROBLEM_BASE } from '../payments/problem.ts';
 import { generateReceiptKey } from '../payments/receipts.ts';
 import { hashToken } from '../payments/tokens.ts';
 import { readExport, writeExport } from '../payments/ledger/transfer.ts';
+
+/** Checks a success body against a schema of the OpenAPI document the build emitted (dist/v1/specification). */
+let ajv: Ajv2020 | undefined;
+function conforms(schema: string, body: unknown): void {
+  if (!ajv) {
+    const doc = JSON.parse(readFileSync(join(fx.dist, 'v1/specification'), 'utf8'));
+    ajv = new Ajv2020({ strict: false });
+    ((addFormatsModule as any).default ?? addFormatsModule)(ajv);
+    ajv.addSchema({ $id: 'https://lds.test/spec.json', components: doc.components });
+  }
+  const validate = ajv.getSchema(`https://lds.test/spec.json#/components/schemas/${schema}`)!;
+  assert.ok(validate(body), `${schema}: ${JSON.stringify(validate.errors)} in ${JSON.stringify(body).slice(0, 400)}`);
+}
 
 const canonicalize = canonicalizeModule as unknown as (v: unknown) => string;
 const PRODUCT = 'svc-energy-eu';
@@ -90,6 +106,7 @@ test('receipts of top-ups and draws verify with jose against the served JWKS; a 
   const topBody = (await top.json()) as any;
   assert.is(top.status, 200);
   assert.is(topBody.receipt.type, 'topup');
+  conforms('TopupResponse', topBody);
   assert.is(topBody.receipt.amount, '5.00');
   assert.is(topBody.receipt.balance_after, '5.00');
   assert.ok(await joseVerifies(topBody.receipt, jwks), 'top-up receipt verifies');
@@ -98,6 +115,8 @@ test('receipts of top-ups and draws verify with jose against the served JWKS; a 
   const r = paid.receipt;
   assert.equal(Object.keys(r).sort(), ['amount', 'balance_after', 'catalogue_version', 'currency', 'draw_id', 'paid_at', 'product_id', 'quote_id', 'signature', 'type', 'unit_count', 'units_sha256'].sort());
   assert.is(r.unit_count, 2);
+  conforms('PaidDraw', { units: paid.units, attribution: paid.attribution, receipt: paid.receipt });
+  conforms('Jwks', jwks);
   assert.is(r.signature.alg, 'EdDSA');
   assert.ok(await joseVerifies(r, jwks), 'draw receipt verifies');
 
@@ -163,6 +182,7 @@ test('a refund is idempotent under 20 concurrent submissions of one key; partial
   assert.equal(answers.map((r) => r.status).sort(), [...Array(19).fill(200), 201], JSON.stringify(bodies.find((b) => !b.correction_id)));
   assert.is(new Set(bodies.map((b) => b.correction_id)).size, 1, 'one correction');
   assert.is(bodies.filter((b) => b.replayed).length, 19);
+  bodies.forEach((b) => conforms('Correction', b));
   assert.is(Math.round(Number(await balanceOf(srv.base, token)) * 100), Math.round(Number(before) * 100) + part);
 
   // More than what is left of the draw: refused, nothing changes.
@@ -223,6 +243,7 @@ test('a top-up refunded through the processor debits only the unspent remainder,
   assert.is(body.amount, left);
   assert.is(body.balance_after, '0.00');
   assert.is(body.processor_refund.status, 'succeeded');
+  conforms('Correction', body);
   assert.is(body.processor_refund.amount, left);
   assert.is(await balanceOf(srv.base, token), '0.00');
   // Replay: the same refund, not a second one (processor idempotency key included).
@@ -244,6 +265,7 @@ test('a rotated token is refused at once with a 401 problem; the new one holds t
   const rotBody = (await rot.json()) as any;
   assert.is(rot.status, 200, JSON.stringify(rotBody));
   assert.match(rotBody.balance_token, /^lds_bal_/);
+  conforms('TokenRotation', rotBody);
   assert.is(rotBody.balance, before);
   await problem(await fetch(`${srv.base}/lds/balance`, { headers: bearer(token) }), 401, 'balance-token-revoked');
   await problem(await fetch(`${srv.base}/lds/balance/token`, { method: 'POST', headers: bearer(token) }), 401, 'balance-token-revoked');
@@ -276,6 +298,7 @@ test('statement paging with ?after=&limit= walks every line once; ?format=csv ex
     const page = (await res.json()) as any;
     assert.is(res.status, 200);
     seen.push(...page.statement.map((l: any) => l.id));
+    conforms('Balance', page);
     after = page.next_after;
     if (after) assert.match(res.headers.get('link') ?? '', 'rel="next"');
     pages++;

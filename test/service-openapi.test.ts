@@ -74,6 +74,13 @@ test('every documented operation answers with a documented status and schema', a
     topUp: () => postJson(`${srv.base}/lds/balance/topup`, { amount: '5.00', currency: 'EUR' }),
     getBalance: () => fetch(`${srv.base}/lds/balance`),
     getSpecification: () => fetch(`${srv.base}/specification`),
+    // Tokens and the admin API: refusals without credentials (the success answers are validated in service-money)
+    rotateBalanceToken: () => fetch(`${srv.base}/lds/balance/token`, { method: 'POST' }),
+    refundDraw: () => postJson(`${srv.base}/lds/admin/refunds`, { draw_id: 'x', reason: 'x' }, { 'idempotency-key': 'k' }),
+    adjustBalance: () => postJson(`${srv.base}/lds/admin/adjustments`, { direction: 'credit', amount: '1.00', reason: 'x' }, { 'idempotency-key': 'k' }),
+    refundTopup: () => postJson(`${srv.base}/lds/admin/topup-refunds`, { topup_id: 'x', reason: 'x' }, { 'idempotency-key': 'k' }),
+    revokeBalanceToken: () => postJson(`${srv.base}/lds/admin/tokens/revoke`, { token_hash: 'f'.repeat(64) }),
+    getReceiptKeys: () => fetch(`${srv.url}/.well-known/jwks.json`),
   };
   for (const [path, item] of Object.entries<any>(doc.paths)) {
     for (const [method, op] of Object.entries<any>(item)) {
