@@ -228,6 +228,33 @@ test('an adjustment is idempotent under 20 concurrent submissions; a debit never
   await verifyClean();
 });
 
+test('lds admin adjust / refund / revoke-token: the CLI drives the admin API, idempotent on --key', async () => {
+  const token = await topUp(srv.base, '5.00', 'spt_test_cli_admin');
+  const paid = await draw(token, 1);
+  const env = { LDS_OPERATOR_TOKEN: OPERATOR };
+  const args = ['admin', 'adjust', '--balance', hashToken(token), '--credit', '1.25', '--reason', 'cli goodwill', '--key', 'cli-adjust-1', '--base-url', srv.base];
+  const one = await cliAsync(args, { env });
+  assert.is(one.code, 0, one.stderr);
+  const two = await cliAsync(args, { env });
+  assert.is(two.code, 0, two.stderr);
+  const [a, b] = [JSON.parse(one.stdout), JSON.parse(two.stdout)];
+  assert.is(a.correction_id, b.correction_id);
+  assert.equal([a.replayed, b.replayed], [false, true]);
+  const refund = await cliAsync(['admin', 'refund', '--draw', paid.receipt.draw_id, '--reason', 'cli refund', '--key', 'cli-refund-1', '--base-url', srv.base], { env });
+  assert.is(refund.code, 0, refund.stderr);
+  assert.is(JSON.parse(refund.stdout).amount, paid.receipt.amount);
+  assert.is(await balanceOf(srv.base, token), '6.25');
+  const over = await cliAsync(['admin', 'adjust', '--draw', paid.receipt.draw_id, '--debit', '100.00', '--reason', 'x', '--key', 'cli-adjust-2', '--base-url', srv.base], { env });
+  assert.is(over.code, 1);
+  assert.match(over.stderr, '422');
+  const wrong = await cliAsync(args, { env: { LDS_OPERATOR_TOKEN: 'not-the-operator-token-0123456789abcdef' } });
+  assert.is(wrong.code, 1);
+  assert.match(wrong.stderr, '401');
+  const revoke = await cliAsync(['admin', 'revoke-token', '--token-hash', hashToken(token), '--base-url', srv.base], { env });
+  assert.is(revoke.code, 0, revoke.stderr);
+  await problem(await fetch(`${srv.base}/lds/balance`, { headers: bearer(token) }), 401, 'balance-token-revoked');
+});
+
 test('a top-up refunded through the processor debits only the unspent remainder, never below zero', async () => {
   const { payTopup } = await import('../payments/topup/client.ts');
   const res = await payTopup(`${srv.base}/lds/balance/topup`, '5.00', { spt: 'spt_test_topup_refund' });
