@@ -6,6 +6,7 @@ import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { generateReceiptKey } from '../payments/receipts.ts';
 import { ConfigError, loadConfig } from '../payments/config.ts';
 import { QuoteSigner, canonicalUnits, requestDigest } from '../payments/draw/quote.ts';
 import { createRateLimiter } from '../payments/http/ratelimit.ts';
@@ -87,8 +88,19 @@ test('config: defaults, secrets generated once with mode 0600, production rules'
   await rejects(() => loadConfig({}, { ...prod, PAYMENT_PROCESSOR: 'stripe', STRIPE_SECRET_KEY: 'sk_test_x' }), /LDS_QUOTE_SECRET/);
   await rejects(() => loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'q'.repeat(32) }), /MPP_SECRET_KEY/);
   await rejects(() => loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'short', MPP_SECRET_KEY: 'm'.repeat(32) }), ConfigError);
-  const ok = await loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'q'.repeat(32), MPP_SECRET_KEY: 'm'.repeat(32) });
+  const secrets = { STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'q'.repeat(32), MPP_SECRET_KEY: 'm'.repeat(32) };
+  await rejects(() => loadConfig({}, { ...prod, ...secrets }), /LDS_OPERATOR_TOKEN/);
+  await rejects(() => loadConfig({}, { ...prod, ...secrets, LDS_OPERATOR_TOKEN: 'o'.repeat(32) }), /LDS_RECEIPT_KEYS/);
+  await rejects(() => loadConfig({}, { ...prod, ...secrets, LDS_OPERATOR_TOKEN: 'o'.repeat(32), LDS_RECEIPT_KEYS: '[{"kty":"OKP","crv":"Ed25519","x":"abc"}]' }), /LDS_RECEIPT_KEYS/);
+  const keys = JSON.stringify([generateReceiptKey()]);
+  const ok = await loadConfig({}, { ...prod, ...secrets, LDS_OPERATOR_TOKEN: 'o'.repeat(32), LDS_RECEIPT_KEYS: keys });
   assert.is(ok.processor, 'stripe');
+  assert.equal(ok.receiptKeys, JSON.parse(keys));
+  // Locally the operator token and the receipt key are generated once (mode 0600) and kept.
+  assert.is((await stat(join(v, 'secrets', 'operator-token'))).mode & 0o777, 0o600);
+  assert.is((await stat(join(v, 'secrets', 'receipt-keys.json'))).mode & 0o777, 0o600);
+  assert.is(again.operatorToken, c.operatorToken);
+  assert.equal(again.receiptKeys, c.receiptKeys);
   await rejects(() => loadConfig({}, { LDS_VAR_DIR: v, PORT: 'eighty' }), /PORT/);
   await rejects(() => loadConfig({}, { LDS_VAR_DIR: v, PAYMENT_PROCESSOR: 'paypal' }), /PAYMENT_PROCESSOR/);
 });
