@@ -12,7 +12,9 @@
 // the top-up; money already spent on draws is not refunded), then asks the processor to refund
 // exactly that amount with the idempotency key `lds_refund_<correction id>`. If the processor call
 // fails the answer is a 502 naming the correction; resending the same request (same key) replays
-// the ledger part and retries the processor with the same key, so the payer is refunded once.
+// the ledger part and retries the processor with the same key, so the payer is refunded once
+// (within Stripe's 24-hour idempotency window; a later resend could refund again while the
+// PaymentIntent has unrefunded money, so the CLI and docs say to resend promptly).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { formatCents, parseAmountCents } from '../../contract/money.ts';
