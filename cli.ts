@@ -178,6 +178,81 @@ ledgerOptions(ledger.command('migrate').description('create or upgrade the Postg
   console.log(await migrateLedgerAt(ledgerAt(o)));
 });
 
+const receipt = program.command('receipt').description('signed receipts: verify a saved one offline, or make a signing key');
+receipt
+  .command('verify')
+  .description('check the signature of a saved receipt (a receipt, or a whole paid-draw or top-up answer) against the service\'s JWKS; exits 1 when it does not verify')
+  .argument('<file>', 'the saved JSON')
+  .option('--jwks <url-or-file>', 'the JWKS: a URL or a saved copy of /.well-known/jwks.json', 'http://127.0.0.1:8080/.well-known/jwks.json')
+  .action(async (file: string, o: { jwks: string }) => {
+    const { verifyReceiptFile } = await import('./cli/admin.ts');
+    console.log(await verifyReceiptFile(file, o.jwks));
+  });
+receipt
+  .command('keygen')
+  .description('print a new Ed25519 signing key as LDS_RECEIPT_KEYS JSON; to rotate, put it first and keep the old keys after it')
+  .action(async () => {
+    const { generateReceiptKey } = await import('./payments/receipts.ts');
+    console.log(JSON.stringify([generateReceiptKey()]));
+  });
+
+const admin = program
+  .command('admin')
+  .description('operator commands over the running service\'s admin API (Authorization: Bearer LDS_OPERATOR_TOKEN; a local start keeps it in var/secrets/operator-token). Money changes are idempotent on --key');
+const adminOptions = (c: Command) => c.option('--base-url <url>', 'the service\'s API base', DEFAULT_BASE_URL);
+const printJson = (j: unknown) => console.log(JSON.stringify(j, null, 2));
+adminOptions(
+  admin
+    .command('refund')
+    .description('refund a draw to the balance that paid it, in full or in part (never more than paid, less earlier refunds)')
+    .requiredOption('--draw <draw_id>', 'the draw (draw_id of its receipt)')
+    .option('--amount <eur>', 'part of the draw to refund, e.g. 0.05 (default: all that is left)')
+    .requiredOption('--reason <text>', 'why; shown in the buyer\'s statement')
+    .requiredOption('--key <idempotency-key>', 'unique per intended refund: resending with the same key never refunds twice'),
+).action(async (o: { draw: string; amount?: string; reason: string; key: string; baseUrl: string }) => {
+  const { adminPost } = await import('./cli/admin.ts');
+  printJson(await adminPost(o.baseUrl, 'refunds', { draw_id: o.draw, ...(o.amount ? { amount: o.amount } : {}), reason: o.reason }, { key: o.key }));
+});
+adminOptions(
+  admin
+    .command('adjust')
+    .description('credit or debit a balance (a debit never takes it below zero)')
+    .option('--balance <balance_id>', 'the balance id (64 hex)')
+    .option('--draw <draw_id>', 'or: the balance that paid this draw')
+    .option('--topup <topup_id>', 'or: the balance this top-up credited')
+    .option('--credit <eur>', 'add this amount')
+    .option('--debit <eur>', 'take this amount')
+    .requiredOption('--reason <text>', 'why; shown in the buyer\'s statement')
+    .requiredOption('--key <idempotency-key>', 'unique per intended adjustment'),
+).action(async (o: { balance?: string; draw?: string; topup?: string; credit?: string; debit?: string; reason: string; key: string; baseUrl: string }) => {
+  const { adminPost, AdminCliError } = await import('./cli/admin.ts');
+  if (!o.credit === !o.debit) throw new AdminCliError('give exactly one of --credit and --debit');
+  const who = o.balance ? { balance_id: o.balance } : o.draw ? { draw_id: o.draw } : o.topup ? { topup_id: o.topup } : null;
+  if (!who) throw new AdminCliError('name the balance: --balance, --draw or --topup');
+  printJson(await adminPost(o.baseUrl, 'adjustments', { ...who, direction: o.credit ? 'credit' : 'debit', amount: o.credit ?? o.debit, reason: o.reason }, { key: o.key }));
+});
+adminOptions(
+  admin
+    .command('refund-topup')
+    .description('refund a top-up through the payment processor; debits the balance first, at most its unspent remainder (money spent on draws is not refunded)')
+    .requiredOption('--topup <topup_id>', 'the top-up (topup_id of its receipt)')
+    .option('--amount <eur>', 'part to refund (default: all of it that is unspent)')
+    .requiredOption('--reason <text>', 'why; shown in the buyer\'s statement')
+    .requiredOption('--key <idempotency-key>', 'unique per intended refund'),
+).action(async (o: { topup: string; amount?: string; reason: string; key: string; baseUrl: string }) => {
+  const { adminPost } = await import('./cli/admin.ts');
+  printJson(await adminPost(o.baseUrl, 'topup-refunds', { topup_id: o.topup, ...(o.amount ? { amount: o.amount } : {}), reason: o.reason }, { key: o.key }));
+});
+adminOptions(
+  admin
+    .command('revoke-token')
+    .description('revoke a balance token at once, on every instance (the balance stays; the buyer needs a token that still works)')
+    .requiredOption('--token-hash <sha256>', 'hex SHA-256 of the token'),
+).action(async (o: { tokenHash: string; baseUrl: string }) => {
+  const { adminPost } = await import('./cli/admin.ts');
+  printJson(await adminPost(o.baseUrl, 'tokens/revoke', { token_hash: o.tokenHash }, {}));
+});
+
 try {
   await program.parseAsync();
 } catch (err) {

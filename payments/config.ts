@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { isPostgresUrl } from './ledger/open.ts';
+import { generateReceiptKey, ReceiptKeyError, ReceiptSigner } from './receipts.ts';
 
 export type ProcessorName = 'sandbox' | 'stripe';
 
@@ -36,8 +37,6 @@ export interface ServiceConfig {
   /** Token bucket per balance token (a second bucket beside the address one). 0 disables. */
   rateLimitTokenPerSecond: number;
   rateLimitTokenBurst: number;
-  /** Bearer token of the operator endpoints (GET /metrics): at least 32 bytes. */
-  operatorToken: Buffer;
   trustProxy: boolean;
   logLevel: string;
   /** How long SIGTERM waits for in-flight requests before closing anyway. */
@@ -46,6 +45,10 @@ export interface ServiceConfig {
   headersTimeoutMs: number;
   /** ... and the whole request, body included, within this time; else 408 and the connection closes. */
   requestTimeoutMs: number;
+  /** Bearer token of the operator endpoints (GET /metrics, the admin API): at least 32 bytes. */
+  operatorToken: string;
+  /** Ed25519 JWKs of signed receipts: the first signs, the rest are retired keys still published (payments/receipts.ts). */
+  receiptKeys: unknown[];
 }
 
 export const MIN_SECRET_BYTES = 32;
@@ -86,6 +89,45 @@ async function localSecret(dir: string, file: string): Promise<Buffer> {
   }
   await chmod(path, 0o600);
   return secret;
+}
+
+/**
+ * The receipt signing keys: LDS_RECEIPT_KEYS (a JSON array of Ed25519 JWKs, the first signs), or
+ * the file LDS_RECEIPT_KEYS_FILE holding that array; production must give one of them; a local
+ * start generates one key in <secrets>/receipt-keys.json (mode 0600) and keeps it across restarts.
+ */
+async function receiptKeys(env: NodeJS.ProcessEnv, production: boolean, dir: string): Promise<unknown[]> {
+  const parse = (name: string, text: string): unknown[] => {
+    let list: unknown;
+    try {
+      list = JSON.parse(text);
+    } catch {
+      throw new ConfigError(`${name} must hold a JSON array of Ed25519 JWKs`);
+    }
+    try {
+      ReceiptSigner.fromJwks(list); // refuse a bad key at start, not at the first receipt
+    } catch (err) {
+      if (err instanceof ReceiptKeyError) throw new ConfigError(`${name}: ${err.message}`);
+      throw err;
+    }
+    return list as unknown[];
+  };
+  if (env.LDS_RECEIPT_KEYS) return parse('LDS_RECEIPT_KEYS', env.LDS_RECEIPT_KEYS);
+  if (env.LDS_RECEIPT_KEYS_FILE) return parse('LDS_RECEIPT_KEYS_FILE', await readFile(env.LDS_RECEIPT_KEYS_FILE, 'utf8'));
+  if (production) throw new ConfigError('NODE_ENV=production requires LDS_RECEIPT_KEYS or LDS_RECEIPT_KEYS_FILE (a JSON array of Ed25519 JWKs; `lds receipt keygen` makes one)');
+  const path = join(dir, 'receipt-keys.json');
+  try {
+    return parse(path, await readFile(path, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  try {
+    await writeFile(path, JSON.stringify([generateReceiptKey()]) + '\n', { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return parse(path, await readFile(path, 'utf8'));
 }
 
 export interface ConfigFlags {
@@ -159,10 +201,11 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     // LDS_RATE_LIMIT_RPS=0 (rate limiting off) also turns the token limit off unless it is set itself.
     rateLimitTokenPerSecond: intSetting(env, 'LDS_RATE_LIMIT_TOKEN_RPS', env.LDS_RATE_LIMIT_RPS === '0' ? 0 : 20, 0),
     rateLimitTokenBurst: intSetting(env, 'LDS_RATE_LIMIT_TOKEN_BURST', 40, 1),
-    operatorToken: await secret('LDS_OPERATOR_TOKEN', 'operator.token'),
+    operatorToken: (await secret('LDS_OPERATOR_TOKEN', 'operator.token')).toString('utf8').trim(),
     trustProxy: env.LDS_TRUST_PROXY === 'true' || env.LDS_TRUST_PROXY === '1',
     logLevel: env.LOG_LEVEL || 'info',
     shutdownGraceMs: intSetting(env, 'LDS_SHUTDOWN_GRACE_MS', 10_000, 0),
     ...requestTimeouts(env),
+    receiptKeys: await receiptKeys(env, production, secretsDir),
   };
 }

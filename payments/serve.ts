@@ -20,6 +20,7 @@ import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/ind
 import { loadStaticSite } from './http/static.ts';
 import { createTopupHandler } from './topup/handler.ts';
 import { Problem, rawProblemResponse } from './problem.ts';
+import { ReceiptSigner } from './receipts.ts';
 
 /** Never log these, wherever they appear in a log object. */
 export const REDACT_PATHS = [
@@ -133,7 +134,9 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     logger.warn({ catalogue_store: catalogue.store_version, store: store.meta.store_version }, 'dist/ was built against another unit store version: counts in the catalogue may differ from what is sold');
   }
 
+  const receipts = ReceiptSigner.fromJwks(config.receiptKeys);
   const service = new StoreDrawService({
+    receipts,
     catalogue,
     store,
     ledger,
@@ -170,13 +173,17 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
   };
   metrics.watchReadiness(async () => (await readiness()).ready);
-  const topup = createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger, ...(opts.now ? { now: opts.now } : {}) });
+  const topup = createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger, receipts, ...(opts.now ? { now: opts.now } : {}) });
   const { app } = createApp({
     service,
     site,
     validator,
     topup,
     logger,
+    receipts,
+    operatorToken: config.operatorToken,
+    ledger,
+    processor,
     rateLimit: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst, tokenPerSecond: config.rateLimitTokenPerSecond, tokenBurst: config.rateLimitTokenBurst },
     trustProxy: config.trustProxy,
     ops: { metrics, operatorToken: config.operatorToken, readiness, catalogueVersion: catalogue.version },

@@ -20,6 +20,7 @@ let levelSrc: LedgerSettings;
 let exportA: string;
 // One seller: the quote secret signs quotes that the migrated service must still accept.
 const secrets = sharedSecrets();
+const OPERATOR = 'operator-token-of-the-transfer-test-0123456789';
 const paid: { units: string[]; quote_id: string; token: string; draw_id: string }[] = [];
 const tokens: string[] = [];
 
@@ -40,7 +41,7 @@ test.before(async () => {
   refs = (await refsByProduct(fx.store)).get(PRODUCT)!;
   // Real history on the embedded ledger: three balances, top-ups, 30 paid draws, replays, refusals.
   levelSrc = await newLedgerSettings('level');
-  const srv = await startTestServer(fx, { env: { ...secrets, ...ledgerEnv(levelSrc) } });
+  const srv = await startTestServer(fx, { env: { ...secrets, ...ledgerEnv(levelSrc), LDS_OPERATOR_TOKEN: OPERATOR } });
   for (let i = 0; i < 3; i++) tokens.push(await topUp(srv.base, ['5.00', '12.34', '7.00'][i]));
   await topUp(srv.base, '5.00').catch(() => {}); // a balance with no draws
   for (let i = 0; i < 30; i++) {
@@ -52,21 +53,28 @@ test.before(async () => {
     else await res.body?.cancel();
   }
   assert.ok(paid.length >= 20);
+  // An operator's refund and a buyer's token rotation: a correction and two token records.
+  const refund = await postJson(`${srv.base}/lds/admin/refunds`, { draw_id: paid[1].draw_id, reason: 'transfer test' }, { ...bearer(OPERATOR), 'idempotency-key': 'transfer-refund' });
+  assert.is(refund.status, 201, await refund.clone().text());
+  const rotated = await fetch(`${srv.base}/lds/balance/token`, { method: 'POST', headers: bearer(tokens[2]) });
+  assert.is(rotated.status, 200);
   await srv.close();
   exportA = exportTo(levelSrc, join(fx.root, 'a.ndjson'));
 });
 
-test('the export is canonical NDJSON: header, accounts, draws, entries, top-ups, footer with counts', async () => {
+test('the export is canonical NDJSON: header, accounts, draws, entries, tokens, top-ups, corrections, footer with counts', async () => {
   const lines = (await readFile(exportA, 'utf8')).trimEnd().split('\n').map((l) => JSON.parse(l));
-  assert.equal(lines[0], { format: 'lds-ledger', type: 'header', version: 1 });
+  assert.equal(lines[0], { format: 'lds-ledger', type: 'header', version: 2 });
   const footer = lines[lines.length - 1];
   assert.is(footer.type, 'footer');
   const types = lines.slice(1, -1).map((l) => l.type);
-  assert.equal([...new Set(types)], ['account', 'draw', 'entry', 'topup']);
+  assert.equal([...new Set(types)], ['account', 'draw', 'entry', 'token', 'topup', 'correction']);
   assert.is(footer.accounts, 4);
   assert.is(footer.draws, paid.length);
   assert.is(footer.topups, 4);
-  assert.is(footer.entries, 2 * (paid.length + 4));
+  assert.is(footer.corrections, 1);
+  assert.is(footer.tokens, 2);
+  assert.is(footer.entries, 2 * (paid.length + 4 + 1));
   assert.ok(!(await readFile(exportA, 'utf8')).includes('lds_bal_'), 'no balance token in an export, only hashes');
 });
 

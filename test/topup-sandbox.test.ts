@@ -181,7 +181,10 @@ test('Bearer + Payment-Authorization credits the existing balance', async () => 
   const res = await topupVia(client('spt_test_789', sent), '7.50', { Authorization: `Bearer ${balance_token}` });
   assert.is(res.status, 200);
   const body = await res.json();
-  assert.equal(body, { balance: '12.50', currency: 'EUR' }); // no new token
+  const { receipt, ...rest } = body as { receipt: Record<string, unknown> };
+  assert.equal(rest, { balance: '12.50', currency: 'EUR' }); // no new token
+  assert.is(receipt.type, 'topup');
+  assert.is(receipt.balance_after, '12.50');
   assert.ok(res.headers.get('payment-receipt'));
   assert.is(sent[1].headers.get('authorization'), `Bearer ${balance_token}`);
   assert.ok(sent[1].headers.get('payment-authorization')?.startsWith('Payment '));

@@ -75,7 +75,19 @@ export function agentCard(ctx: EmitContext): AgentCard {
     version: ctx.version,
     documentationUrl: a.docs_url,
     provider: { organization: s.publisher.name, url: a.publisher_url },
-    capabilities: { streaming: false, pushNotifications: false, stateTransitionHistory: false },
+    capabilities: {
+      streaming: false,
+      pushNotifications: false,
+      stateTransitionHistory: false,
+      // Draw and top-up receipts are signed; the keys are published as a JWKS served by the service.
+      extensions: [
+        {
+          uri: `${new URL(a.base_url).origin}/.well-known/jwks.json`,
+          description: 'Signed receipts: every paid draw carries receipt.signature {alg EdDSA, kid, value}, an Ed25519 signature over the RFC 8785 canonical JSON of the receipt without its signature; verify it with the key of that kid in this JWKS.',
+          required: false,
+        },
+      ],
+    },
     securitySchemes: {
       [BALANCE_TOKEN_SCHEME]: {
         type: 'http',

@@ -182,16 +182,20 @@ export function paySection(ctx: EmitContext): string {
     '',
     fence('sh', `curl -s -X POST ${u.draw} \\\n  -H 'Content-Type: application/json' \\\n  -H 'Authorization: Bearer <BALANCE_TOKEN>' \\\n  -d ${shq(JSON.stringify({ ...ex, quote_id: '<QUOTE_ID>' }))}`),
     '',
-    'The **200** answer carries the `units` (each with its citation, text rows and licence), an `attribution` list to reproduce with the data, and a `receipt` (`draw_id`, `amount`, `balance_after`, `units_sha256`). When the balance is short, the answer is 402 `insufficient-balance` with the quote: top up and repeat.',
+    'The **200** answer carries the `units` (each with its citation, text rows and licence), an `attribution` list to reproduce with the data, and a signed `receipt` (`draw_id`, `unit_count`, `units_sha256`, `amount`, `balance_after`, `catalogue_version`, `signature`). When the balance is short, the answer is 402 `insufficient-balance` with the quote: top up and repeat.',
+    '',
+    `To check a receipt with nothing but the service's public keys (${siteUrls(ctx).origin}/.well-known/jwks.json): take the key whose \`kid\` is \`signature.kid\`, remove \`signature\` from the receipt, serialise the rest as RFC 8785 canonical JSON and verify \`signature.value\` (base64url) as its Ed25519 signature. Top-up answers carry a signed receipt too.`,
   ].join('\n');
 }
 
 export function balanceSection(ctx: EmitContext): string {
   const u = siteUrls(ctx);
   return [
-    'Read the balance and its statement (top-ups and draws):',
+    'Read the balance and its statement (top-ups, draws, refunds and adjustments, newest first):',
     '',
     fence('sh', `curl -s ${u.balance} \\\n  -H 'Authorization: Bearer <BALANCE_TOKEN>'`),
+    '',
+    'Twenty lines a page: `?limit=` (up to 1000) and `?after=` with the `next_after` of the previous page read further; `?format=csv` answers the same page as CSV. To replace a token (say it leaked), `POST` to `…/lds/balance/token` with it as the Bearer token: the answer carries a new token for the same balance and the old one stops working at once.',
   ].join('\n');
 }
 

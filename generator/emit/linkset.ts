@@ -43,6 +43,7 @@ export function linkset(ctx: EmitContext): { linkset: LinkContext[] } {
         'service-meta': [
           { href: `${a.base_url}/lds/_catalog`, type: 'application/json', title: 'Catalogue snapshot (live counts and prices)' },
           { href: agentCardUrl(ctx), type: 'application/json', title: 'A2A Agent Card (protocolVersion 0.3.0)' },
+          { href: `${host}/.well-known/jwks.json`, type: 'application/jwk-set+json', title: 'Public keys of signed receipts (JWKS; Ed25519, by kid)' },
         ],
         license: [
           { href: lic.deed_url, title: lic.title },

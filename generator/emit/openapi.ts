@@ -41,7 +41,7 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['unsupported-media-type', 415, 'the body is not application/json'],
   ['request-header-fields-too-large', 431, 'the request headers are too large'],
   ['rate-limited', 429, 'too many requests from this client address or balance token (`policy`: `addr` or `token`); `Retry-After` says when to retry, `RateLimit` and `RateLimit-Policy` describe the limits'],
-  ['operator-token-required', 401, 'an operator endpoint (`/metrics`) without `Authorization: Bearer <LDS_OPERATOR_TOKEN>`'],
+  ['operator-token-required', 401, 'an operator endpoint (`/metrics`, the admin API) without `Authorization: Bearer <LDS_OPERATOR_TOKEN>`'],
   ['not-ready', 503, '`/readyz`: the instance cannot take traffic; `not_ready` names the failing checks'],
   ['internal', 500, 'an unexpected error; nothing was charged and no internals are shown'],
   // POST /lds/balance/topup (payments/topup/handler.ts; test/service-openapi.test.ts checks this list is complete)
@@ -58,6 +58,17 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['topup-in-progress', 409, 'top-up: the same credential is being processed'],
   ['payment-processor-unavailable', 502, 'top-up: the processor failed; nothing credited, resending the same credential is safe'],
   ['ledger-unavailable', 503, 'the ledger is not accepting changes'],
+  // balance tokens and the admin API (payments/http/admin.ts)
+  ['balance-token-revoked', 401, 'the balance token was rotated or revoked: use the token that replaced it'],
+  ['unknown-draw', 404, 'admin API: no such draw_id'],
+  ['unknown-topup', 404, 'admin API: no such topup_id'],
+  ['unknown-balance', 404, 'admin API: no such balance_id'],
+  ['unknown-balance-token', 404, 'admin API: no balance has this token'],
+  ['idempotency-key-reused', 409, 'admin API: this Idempotency-Key was used for another request'],
+  ['processor-mismatch', 409, 'admin API: the top-up was paid through another processor'],
+  ['refund-exceeds-payment', 422, 'admin API: more than what is left to refund of the draw or top-up; `available` says how much'],
+  ['adjustment-below-zero', 422, 'admin API: a debit would take the balance below zero; `balance` says what it holds'],
+  ['nothing-to-refund', 422, 'admin API: the top-up was refunded already or its money spent'],
 ];
 
 const money = (description: string) => ({ type: 'string', pattern: '^(0|[1-9][0-9]{0,9})\\.[0-9]{2}$', description, examples: ['5.00'] });
@@ -172,19 +183,93 @@ const schemas: Record<string, unknown> = {
     required: ['source', 'attribution', 'licence', 'licence_url', 'terms_url', 'conditions'],
     properties: { source: { type: 'string' }, attribution: { type: 'string' }, licence: { type: 'string' }, licence_url: { type: 'string' }, terms_url: { type: 'string' }, conditions: { type: 'string' } },
   },
+  ReceiptSignature: {
+    type: 'object',
+    required: ['alg', 'kid', 'value'],
+    description: 'Ed25519 signature over the RFC 8785 canonical JSON of the receipt without its `signature` member. Verify it with the key of the same `kid` in /.well-known/jwks.json.',
+    properties: {
+      alg: { const: 'EdDSA' },
+      kid: { type: 'string', description: 'RFC 7638 JWK thumbprint of the signing key' },
+      value: { type: 'string', pattern: '^[A-Za-z0-9_-]{86}$', description: 'base64url (no padding) of the 64-byte signature' },
+    },
+  },
   Receipt: {
     type: 'object',
-    required: ['draw_id', 'quote_id', 'product_id', 'amount', 'currency', 'balance_after', 'units_sha256', 'catalogue_version', 'paid_at'],
+    description: 'The signed receipt of a paid draw. Paying the same quote again returns the same receipt.',
+    required: ['type', 'draw_id', 'quote_id', 'product_id', 'unit_count', 'units_sha256', 'amount', 'currency', 'balance_after', 'catalogue_version', 'paid_at', 'signature'],
     properties: {
+      type: { const: 'draw' },
       draw_id: { type: 'string' },
       quote_id: { type: 'string' },
       product_id: { type: 'string' },
+      unit_count: { type: 'integer', minimum: 1 },
+      units_sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'SHA-256 (hex) of the canonical JSON (RFC 8785) of the delivered `units` array.' },
       amount: { $ref: '#/components/schemas/Money' },
       currency: { const: 'EUR' },
       balance_after: { $ref: '#/components/schemas/Money' },
-      units_sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'SHA-256 (hex) of the canonical JSON (RFC 8785) of the delivered `units` array.' },
       catalogue_version: { type: 'string' },
       paid_at: { type: 'string', format: 'date-time' },
+      signature: { $ref: '#/components/schemas/ReceiptSignature' },
+    },
+  },
+  TopupReceipt: {
+    type: 'object',
+    description: 'The signed receipt of a top-up. Resending the credential that paid returns the same receipt.',
+    required: ['type', 'topup_id', 'amount', 'currency', 'balance_after', 'processor', 'payment_ref', 'paid_at', 'signature'],
+    properties: {
+      type: { const: 'topup' },
+      topup_id: { type: 'string' },
+      amount: { $ref: '#/components/schemas/Money' },
+      currency: { const: 'EUR' },
+      balance_after: { $ref: '#/components/schemas/Money' },
+      processor: { type: 'string' },
+      payment_ref: { type: 'string', description: 'The processor\'s payment reference (Stripe PaymentIntent id)' },
+      paid_at: { type: 'string', format: 'date-time' },
+      signature: { $ref: '#/components/schemas/ReceiptSignature' },
+    },
+  },
+  Jwks: {
+    type: 'object',
+    required: ['keys'],
+    description: 'The receipt keys (RFC 7517 JWK Set): the current signing key first, then retired keys still published.',
+    properties: {
+      keys: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['kty', 'crv', 'x', 'kid'],
+          properties: { kty: { const: 'OKP' }, crv: { const: 'Ed25519' }, x: { type: 'string' }, kid: { type: 'string' }, alg: { const: 'EdDSA' }, use: { const: 'sig' } },
+        },
+      },
+    },
+  },
+  TokenRotation: {
+    type: 'object',
+    required: ['balance_token', 'balance', 'currency'],
+    properties: {
+      balance_token: { type: 'string', description: 'The new balance token, shown once. The old one no longer works.' },
+      balance: { $ref: '#/components/schemas/Money' },
+      currency: { const: 'EUR' },
+    },
+  },
+  Correction: {
+    type: 'object',
+    description: 'An operator\'s refund or adjustment: one double-entry transaction, in the buyer\'s statement.',
+    required: ['correction_id', 'kind', 'amount', 'currency', 'balance_id', 'balance_after', 'reason', 'idempotency_key', 'at', 'replayed'],
+    properties: {
+      correction_id: { type: 'string' },
+      kind: { enum: ['refund', 'credit', 'debit', 'topup_refund'] },
+      amount: { $ref: '#/components/schemas/Money' },
+      currency: { const: 'EUR' },
+      balance_id: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+      balance_after: { $ref: '#/components/schemas/Money' },
+      reason: { type: 'string' },
+      idempotency_key: { type: 'string' },
+      at: { type: 'string', format: 'date-time' },
+      draw_id: { type: 'string' },
+      topup_id: { type: 'string' },
+      replayed: { type: 'boolean', description: 'true when this Idempotency-Key was applied before (nothing changed now)' },
+      processor_refund: { type: 'object', properties: { id: { type: 'string' }, status: { type: 'string' }, amount: { $ref: '#/components/schemas/Money' } } },
     },
   },
   PaidDraw: {
@@ -217,6 +302,7 @@ const schemas: Record<string, unknown> = {
       balance_token: { type: 'string', description: 'Only when the top-up opened a new balance (no Bearer token sent); shown once (only the same credential resent before its challenge expires sees it again). Send it as `Authorization: Bearer <BALANCE_TOKEN>`.' },
       balance: { $ref: '#/components/schemas/Money' },
       currency: { const: 'EUR' },
+      receipt: { $ref: '#/components/schemas/TopupReceipt' },
     },
   },
   Balance: {
@@ -227,13 +313,25 @@ const schemas: Record<string, unknown> = {
       currency: { const: 'EUR' },
       statement: {
         type: 'array',
-        description: 'Recent top-ups and draws, newest first.',
+        description: 'Top-ups, draws, refunds and adjustments, newest first (one page: `limit`, default 20).',
         items: {
           type: 'object',
-          required: ['kind', 'id', 'amount', 'at'],
-          properties: { kind: { enum: ['topup', 'draw'] }, id: { type: 'string' }, amount: { type: 'string' }, at: { type: 'string', format: 'date-time' }, quote_id: { type: 'string' }, product_id: { type: 'string' } },
+          required: ['kind', 'id', 'amount', 'balance_after', 'at'],
+          properties: {
+            kind: { enum: ['topup', 'draw', 'refund', 'credit', 'debit', 'topup_refund'] },
+            id: { type: 'string' },
+            amount: { type: 'string', description: 'Signed: positive adds to the balance, negative takes from it.' },
+            balance_after: { $ref: '#/components/schemas/Money' },
+            at: { type: 'string', format: 'date-time' },
+            quote_id: { type: 'string' },
+            product_id: { type: 'string' },
+            reason: { type: 'string', description: 'The operator\'s reason (refunds and adjustments)' },
+            draw_id: { type: 'string', description: 'The refunded draw' },
+            topup_id: { type: 'string', description: 'The refunded top-up' },
+          },
         },
       },
+      next_after: { type: 'string', description: 'Present when older lines exist: pass it as `after` for the next page (also in `Link: rel="next"`).' },
     },
   },
   Problem: {
@@ -250,6 +348,8 @@ const schemas: Record<string, unknown> = {
       policy: { enum: ['addr', 'token'], description: 'For rate-limited: the limit that refused the request (per client address, per balance token).' },
       not_ready: { type: 'array', items: { type: 'string' }, description: 'For not-ready: the failing checks.' },
       checks: { type: 'object', additionalProperties: { type: 'string' }, description: 'For not-ready: every check, `ok` or what is wrong.' },
+      available: { type: 'string', description: 'For refund-exceeds-payment: what is left to refund.' },
+      correction_id: { type: 'string', description: 'For idempotency-key-reused and a failed processor refund: the correction concerned.' },
       unknown: { type: 'array', items: { type: 'string' }, description: 'For unknown-units.' },
       quote: { $ref: '#/components/schemas/Quote' },
     },
@@ -363,6 +463,89 @@ function opsPaths(origin: string): Record<string, unknown> {
         responses: {
           '200': { description: 'Metrics', content: { 'text/plain': { schema: { type: 'string' } } } },
           '401': problemResponse('`operator-token-required`'),
+        },
+      },
+    },
+  };
+}
+
+const idempotencyHeader = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: true,
+  schema: { type: 'string', minLength: 1, maxLength: 200 },
+  description: 'Any unique string per intended change: the change is applied at most once per key (201), repeats answer 200 with the same correction; another request under a used key is a 409.',
+};
+
+const adminOp = (operationId: string, summary: string, description: string, body: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  post: {
+    operationId,
+    tags: ['admin'],
+    summary,
+    description,
+    security: [{ operatorToken: [] }],
+    parameters: [idempotencyHeader],
+    requestBody: { required: true, content: { 'application/json': { schema: body } } },
+    responses: {
+      '200': { description: 'Applied before under this Idempotency-Key: the same correction, nothing changed', content: jsonContent('Correction') },
+      '201': { description: 'Applied', content: jsonContent('Correction') },
+      '400': problemResponse('`malformed-request` (`field` names the failing field, or `Idempotency-Key`)'),
+      '401': problemResponse('`operator-token-required`'),
+      '404': problemResponse('`unknown-draw`, `unknown-topup` or `unknown-balance`'),
+      '409': problemResponse('`idempotency-key-reused`'),
+      '422': problemResponse('`refund-exceeds-payment`, `adjustment-below-zero` or `nothing-to-refund`'),
+      ...extra,
+      ...commonProblems,
+    },
+  },
+});
+
+const reasonSchema = { type: 'string', minLength: 1, maxLength: 500, description: 'Why; shown in the buyer\'s statement' };
+const amountSchema = { type: 'string', pattern: '^(0|[1-9][0-9]{0,9})(\\.[0-9]{1,2})?$', description: 'EUR, a decimal string with at most two decimals' };
+
+/** The operator's admin API (payments/http/admin.ts), behind LDS_OPERATOR_TOKEN. */
+function adminPaths(): Record<string, unknown> {
+  return {
+    '/lds/admin/refunds': adminOp(
+      'refundDraw',
+      'Refund a draw (operator)',
+      'Credits the balance that paid the draw, from revenue: in full (no `amount`: all that is left) or in part; never more than paid, less earlier refunds.',
+      { type: 'object', required: ['draw_id', 'reason'], properties: { draw_id: { type: 'string' }, amount: amountSchema, reason: reasonSchema } },
+    ),
+    '/lds/admin/adjustments': adminOp(
+      'adjustBalance',
+      'Credit or debit a balance (operator)',
+      'Name the balance by `balance_id`, or by the `draw_id` or `topup_id` of something it paid. A debit never takes the balance below zero.',
+      {
+        type: 'object',
+        required: ['direction', 'amount', 'reason'],
+        properties: { balance_id: { type: 'string', pattern: '^[0-9a-f]{64}$' }, draw_id: { type: 'string' }, topup_id: { type: 'string' }, direction: { enum: ['credit', 'debit'] }, amount: amountSchema, reason: reasonSchema },
+      },
+    ),
+    '/lds/admin/topup-refunds': adminOp(
+      'refundTopup',
+      'Refund a top-up through the payment processor (operator)',
+      'Debits the balance first - at most the unspent remainder of the top-up (money already spent on draws is not refunded) - then refunds exactly that through the processor (idempotency key `lds_refund_<correction_id>`). If the processor fails the answer is 502 with `correction_id`; resend with the same Idempotency-Key to retry the refund without debiting again.',
+      { type: 'object', required: ['topup_id', 'reason'], properties: { topup_id: { type: 'string' }, amount: amountSchema, reason: reasonSchema } },
+      { '502': problemResponse('`payment-processor-unavailable`: the balance was debited, the processor refund failed; resend the same request') },
+    ),
+    '/lds/admin/tokens/revoke': {
+      post: {
+        operationId: 'revokeBalanceToken',
+        tags: ['admin'],
+        summary: 'Revoke a balance token (operator)',
+        description: 'The token stops working at once, on every instance; the balance stays. Give `token_hash` (hex SHA-256 of the token) or the `token` itself.',
+        security: [{ operatorToken: [] }],
+        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', properties: { token_hash: { type: 'string', pattern: '^[0-9a-f]{64}$' }, token: { type: 'string' } } } } } },
+        responses: {
+          '200': {
+            description: 'Revoked',
+            content: { 'application/json': { schema: { type: 'object', required: ['token_hash', 'revoked', 'already_revoked'], properties: { token_hash: { type: 'string' }, revoked: { const: true }, already_revoked: { type: 'boolean' } } } } },
+          },
+          '400': problemResponse('`malformed-request`'),
+          '401': problemResponse('`operator-token-required`'),
+          '404': problemResponse('`unknown-balance-token`'),
+          ...commonProblems,
         },
       },
     },
@@ -493,16 +676,40 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
         get: {
           operationId: 'getBalance',
           tags: ['balance'],
-          summary: 'The prepaid balance and its recent statement',
+          summary: 'The prepaid balance and its statement, paged; as JSON or CSV',
+          description: 'Newest first. `limit` lines per page (1 to 1000, default 20); `after` is the `next_after` of the previous page (also in `Link: rel="next"`). `format=csv` answers the same page as RFC 4180 CSV (`text/csv`, header row `at,kind,id,amount,currency,balance_after,quote_id,product_id,draw_id,topup_id,reason`).',
           security: [{ balanceToken: [] }],
+          parameters: [
+            { name: 'after', in: 'query', required: false, schema: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' }, description: 'Cursor: the `next_after` of the previous page' },
+            { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 20 } },
+            { name: 'format', in: 'query', required: false, schema: { enum: ['json', 'csv'], default: 'json' } },
+          ],
           responses: {
-            '200': { description: 'The balance', headers: { 'Cache-Control': { schema: { const: 'no-store' } } }, content: jsonContent('Balance') },
-            '401': problemResponse('`balance-token-required` or `invalid-balance-token`'),
+            '200': {
+              description: 'The balance',
+              headers: { 'Cache-Control': { schema: { const: 'no-store' } }, Link: { schema: { type: 'string' }, description: 'rel="next" when older lines exist' } },
+              content: { ...jsonContent('Balance'), 'text/csv': { schema: { type: 'string' } } },
+            },
+            '400': problemResponse('`malformed-request` (`field` names after, limit or format)'),
+            '401': problemResponse('`balance-token-required`, `invalid-balance-token` or `balance-token-revoked`'),
             ...commonProblems,
           },
         },
       },
-      ...opsPaths(new URL(base_url).origin),
+      '/lds/balance/token': {
+        post: {
+          operationId: 'rotateBalanceToken',
+          tags: ['balance'],
+          summary: 'Rotate the balance token',
+          description: 'Send the current token as `Authorization: Bearer`. The answer carries a new token for the same balance (shown once); the old token stops working at once, on every instance.',
+          security: [{ balanceToken: [] }],
+          responses: {
+            '200': { description: 'The new token', content: jsonContent('TokenRotation') },
+            '401': problemResponse('`balance-token-required`, `invalid-balance-token` or `balance-token-revoked`'),
+            ...commonProblems,
+          },
+        },
+      },
       '/specification': {
         get: {
           operationId: 'getSpecification',
@@ -538,7 +745,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
         operatorToken: {
           type: 'http',
           scheme: 'bearer',
-          description: 'The operator token (LDS_OPERATOR_TOKEN; on a local start generated once in var/secrets/operator.token). Only for /metrics.',
+          description: 'The operator token (LDS_OPERATOR_TOKEN; on a local start generated once in var/secrets/operator.token): /metrics and the admin API; never a balance token.',
         },
         mpp: {
           type: 'http',

@@ -2,6 +2,7 @@
 // the A2A skills are thin adapters over this one interface, so all three answer the same amounts,
 // units and problems. Every method throws a Problem (payments/problem.ts) for a refusal.
 import type { Unit } from '../../contract/store-format.ts';
+import type { ReceiptSignature } from '../receipts.ts';
 
 export interface DrawRequest {
   product_id: string;
@@ -37,23 +38,53 @@ export interface DeliveredUnit extends Unit {
 export interface PaidDraw {
   units: DeliveredUnit[];
   attribution: { source: string; attribution: string; licence: string; licence_url: string; terms_url: string; conditions: string }[];
-  receipt: {
-    draw_id: string;
-    quote_id: string;
-    product_id: string;
-    amount: string;
-    currency: 'EUR';
-    balance_after: string;
-    units_sha256: string;
-    catalogue_version: string;
-    paid_at: string;
-  };
+  receipt: DrawReceipt;
+}
+
+/** What a paid draw cost and delivered, signed by the service (payments/receipts.ts). */
+export interface DrawReceipt {
+  type: 'draw';
+  draw_id: string;
+  quote_id: string;
+  product_id: string;
+  unit_count: number;
+  units_sha256: string;
+  amount: string;
+  currency: 'EUR';
+  balance_after: string;
+  catalogue_version: string;
+  paid_at: string;
+  signature: ReceiptSignature;
+}
+
+export interface StatementLine {
+  kind: 'topup' | 'draw' | 'refund' | 'credit' | 'debit' | 'topup_refund';
+  id: string;
+  /** signed: + added to the balance, - taken from it */
+  amount: string;
+  balance_after: string;
+  at: string;
+  quote_id?: string;
+  product_id?: string;
+  /** the operator's reason, for refunds and adjustments */
+  reason?: string;
+  /** the refunded draw or top-up */
+  draw_id?: string;
+  topup_id?: string;
 }
 
 export interface BalanceView {
   balance: string;
   currency: 'EUR';
-  statement: { kind: 'topup' | 'draw'; id: string; amount: string; at: string; quote_id?: string; product_id?: string }[];
+  statement: StatementLine[];
+  /** present when older lines exist: pass it as `after` to read the next page */
+  next_after?: string;
+}
+
+/** A page of the statement: newest first; `after` is the `next_after` of the previous page. */
+export interface StatementPage {
+  after?: string;
+  limit?: number;
 }
 
 export interface DrawService {
@@ -63,5 +94,5 @@ export interface DrawService {
   quote(req: DrawRequest, balanceToken?: string): Promise<Quote>;
   /** Pays a quote from the balance: exactly once per quote. */
   pay(req: DrawRequest & { quote_id: string }, balanceToken: string): Promise<PaidDraw>;
-  balance(balanceToken: string): Promise<BalanceView>;
+  balance(balanceToken: string, page?: StatementPage): Promise<BalanceView>;
 }

@@ -10,13 +10,14 @@ import { createHash } from 'node:crypto';
 import type { CatalogueDoc, CatalogueProduct } from '../../contract/catalogue.ts';
 import { drawPriceCents, formatCents, formatMicros } from '../../contract/money.ts';
 import type { Unit, UnitStoreReader } from '../../contract/store-format.ts';
-import type { BalanceView, DeliveredUnit, DrawRequest, DrawService, PaidDraw, Quote } from './service.ts';
+import type { BalanceView, DeliveredUnit, DrawRequest, DrawService, PaidDraw, Quote, StatementPage } from './service.ts';
 import type { DrawRecord, Ledger, LoggerLike } from '../ledger/ledger.ts';
 import { Problem } from '../problem.ts';
 import { QuoteSigner, canonicalUnits, digest, requestDigest, unitsDigests, type QuotePayload } from './quote.ts';
-import { hashToken, hashesEqual, isWellFormedToken, tokenHint } from '../tokens.ts';
+import { hashToken, hashesEqual, isWellFormedToken, newBalanceToken, tokenHint } from '../tokens.ts';
 import { UnitCache, canonicalArray, type CachedUnit } from '../store/unit-cache.ts';
 import type { DrawBounds } from '../http/openapi-validate.ts';
+import type { ReceiptSigner } from '../receipts.ts';
 
 export const CURRENCY = 'EUR';
 
@@ -41,6 +42,8 @@ export const problems = {
   tokenRequired: () =>
     new Problem(401, 'balance-token-required', 'Balance token required', 'Send `Authorization: Bearer <BALANCE_TOKEN>`. Get a token with a top-up: POST /v1/lds/balance/topup.'),
   invalidToken: () => new Problem(401, 'invalid-balance-token', 'Unknown balance token', 'The balance token is not known. Top up to get one: POST /v1/lds/balance/topup.'),
+  revokedToken: () =>
+    new Problem(401, 'balance-token-revoked', 'Balance token no longer valid', 'This balance token was rotated or revoked and no longer works. Use the token that replaced it; if it was revoked, ask the operator.'),
   expired: (quote: Quote) => new Problem(402, 'quote-expired', 'Quote expired', 'The quote expired or the data changed; here is a fresh quote for the same request.', { quote }),
   insufficient: (quote: Quote, amountCents: number, balanceCents: number, topupUrl: string) =>
     new Problem(402, 'insufficient-balance', 'Insufficient balance', `The balance (${formatCents(balanceCents)} EUR) does not cover ${quote.amount} EUR.`, {
@@ -64,6 +67,8 @@ export interface DrawServiceOptions {
   now?: () => number;
   /** Units kept decoded in memory (LRU; the store is immutable, so never stale). */
   unitCacheSize?: number;
+  /** Signs every receipt (payments/receipts.ts). */
+  receipts: ReceiptSigner;
 }
 
 /** The quote as sent: the interface's fields plus the ready-made paying request and the top-up address. */
@@ -172,7 +177,8 @@ export class StoreDrawService implements DrawService {
     if (!isWellFormedToken(balanceToken)) throw problems.invalidToken();
     const r = this.resolveRequest(req);
     const q = this.verifyQuote(req.quote_id, r);
-    const tokenHash = hashToken(balanceToken);
+    // The balance id (a rotated-in token names its balance's first token hash).
+    const tokenHash = await this.balanceIdOf(balanceToken);
 
     const stale = q.e <= this.now() || q.s !== this.o.store.meta.store_version;
     if (stale) {
@@ -209,31 +215,75 @@ export class StoreDrawService implements DrawService {
 
   // ---------------------------------------------------------------- balance
 
-  async balance(balanceToken: string): Promise<BalanceView> {
-    if (!balanceToken) throw problems.tokenRequired();
-    if (!isWellFormedToken(balanceToken)) throw problems.invalidToken();
-    const hash = hashToken(balanceToken);
+  async balance(balanceToken: string, page: StatementPage = {}): Promise<BalanceView> {
+    const hash = await this.balanceIdOf(balanceToken);
+    const limit = page.limit ?? 20;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw problems.malformed('limit', 'limit must be an integer from 1 to 1000');
+    let before: number | undefined;
+    if (page.after !== undefined) {
+      if (!/^[1-9][0-9]{0,15}$/.test(page.after)) throw problems.malformed('after', 'after must be the next_after value of a previous page');
+      before = Number(page.after);
+    }
     const bal = await this.o.ledger.getBalance(hash);
     if (!bal) throw problems.invalidToken();
-    const statement = await this.o.ledger.statement(hash, 20);
+    // One line more than asked tells whether another page exists.
+    const lines = await this.o.ledger.statement(hash, limit + 1, before);
+    const more = lines.length > limit;
+    const shown = lines.slice(0, limit);
     return {
       balance: formatCents(bal.cents),
       currency: CURRENCY,
-      statement: statement.map((s) => ({
+      statement: shown.map((s) => ({
         kind: s.kind,
         id: s.id,
-        amount: formatCents(s.kind === 'draw' ? -s.amountCents : s.amountCents),
+        amount: formatCents(s.kind === 'draw' || s.kind === 'debit' || s.kind === 'topup_refund' ? -s.amountCents : s.amountCents),
+        balance_after: formatCents(s.balanceAfterCents),
         at: s.at,
         ...(s.quoteId !== undefined ? { quote_id: s.quoteId } : {}),
         ...(s.productId !== undefined ? { product_id: s.productId } : {}),
+        ...(s.reason !== undefined ? { reason: s.reason } : {}),
+        ...(s.drawId !== undefined ? { draw_id: s.drawId } : {}),
+        ...(s.topupId !== undefined ? { topup_id: s.topupId } : {}),
       })),
+      ...(more ? { next_after: String(shown[shown.length - 1].seq) } : {}),
     };
   }
 
-  /** Balance in cents for a token, or null (unknown or malformed token). Used for the 402 Link decision. */
+  /**
+   * The balance id a balance token names (401 problems for none, a malformed, unknown, rotated or
+   * revoked one). Read from the ledger on every call, so a rotation or revocation on any instance
+   * takes effect at once.
+   */
+  async balanceIdOf(balanceToken: string): Promise<string> {
+    if (!balanceToken) throw problems.tokenRequired();
+    if (!isWellFormedToken(balanceToken)) throw problems.invalidToken();
+    const r = await this.o.ledger.resolveToken(hashToken(balanceToken));
+    if (r.kind === 'revoked') throw problems.revokedToken();
+    return r.balance;
+  }
+
+  /**
+   * Replaces a balance token with a new one (the buyer's `POST /v1/lds/balance/token`): the new
+   * token is shown once, here; the old one stops working at once on every instance (the change is
+   * in the ledger). Two concurrent rotations of one token: one wins, the other gets a 401.
+   */
+  async rotateToken(balanceToken: string): Promise<{ balance_token: string; balance: string; currency: 'EUR' }> {
+    const balance = await this.balanceIdOf(balanceToken);
+    const fresh = newBalanceToken();
+    const r = await this.o.ledger.rotateToken(hashToken(balanceToken), fresh.hash);
+    if (r.kind === 'revoked') throw problems.revokedToken();
+    if (r.kind === 'unknown') throw problems.invalidToken();
+    const bal = await this.o.ledger.getBalance(balance);
+    this.o.logger?.info({ balance: tokenHint(balance) }, 'balance token rotated');
+    return { balance_token: fresh.token, balance: formatCents(bal?.cents ?? 0), currency: CURRENCY };
+  }
+
+  /** Balance in cents for a token, or null (unknown, malformed or revoked token). Used for the 402 Link decision. */
   async balanceCents(balanceToken: string | undefined): Promise<number | null> {
     if (!balanceToken || !isWellFormedToken(balanceToken)) return null;
-    return (await this.o.ledger.getBalance(hashToken(balanceToken)))?.cents ?? null;
+    const r = await this.o.ledger.resolveToken(hashToken(balanceToken));
+    if (r.kind === 'revoked') return null;
+    return (await this.o.ledger.getBalance(r.balance))?.cents ?? null;
   }
 
   // ---------------------------------------------------------------- internals
@@ -431,17 +481,20 @@ export class StoreDrawService implements DrawService {
     const paid: PaidDraw = {
       units,
       attribution: this.attribution(d.product_id ?? '', units),
-      receipt: {
+      // Built from the stored draw record only, so a replay signs the same bytes (Ed25519 is deterministic).
+      receipt: this.o.receipts.sign({
+        type: 'draw' as const,
         draw_id: d.draw_id,
         quote_id: d.quote_id,
         product_id: d.product_id ?? '',
-        amount: formatCents(d.amount_cents),
-        currency: CURRENCY,
-        balance_after: formatCents(d.balance_after_cents),
+        unit_count: stored.refs.length,
         units_sha256: stored.units_sha256,
+        amount: formatCents(d.amount_cents),
+        currency: CURRENCY as 'EUR',
+        balance_after: formatCents(d.balance_after_cents),
         catalogue_version: stored.catalogue_version,
         paid_at: d.at,
-      },
+      }),
     };
     unitTexts.set(paid, cached);
     return paid;

@@ -20,6 +20,26 @@ import type { RequestValidator } from './openapi-validate.ts';
 import { PROBLEM_CONTENT_TYPE, Problem } from '../problem.ts';
 import { staticMiddleware, type StaticSite } from './static.ts';
 import { balanceTokenOf } from '../tokens.ts';
+import type { ReceiptSigner } from '../receipts.ts';
+import type { Ledger } from '../ledger/ledger.ts';
+import type { PaymentProcessor } from '../processors/types.ts';
+import type { BalanceView } from '../draw/service.ts';
+import { mountAdmin } from './admin.ts';
+
+const CSV_COLUMNS = ['at', 'kind', 'id', 'amount', 'currency', 'balance_after', 'quote_id', 'product_id', 'draw_id', 'topup_id', 'reason'] as const;
+
+/** RFC 4180 CSV of a statement page: CRLF lines, fields quoted when they hold a comma, quote or line break. */
+export function statementCsv(view: BalanceView): string {
+  const cell = (v: unknown) => {
+    const t = v === undefined ? '' : String(v);
+    return /[",\r\n]/.test(t) ? `"${t.replaceAll('"', '""')}"` : t;
+  };
+  const rows = view.statement.map((l) => CSV_COLUMNS.map((c) => cell(c === 'currency' ? view.currency : (l as unknown as Record<string, unknown>)[c])).join(','));
+  return [CSV_COLUMNS.join(','), ...rows].join('\r\n') + '\r\n';
+}
+
+/** Where the receipt keys are published (linked from the well-known index and the agent card). */
+export const JWKS_PATH = '/.well-known/jwks.json';
 
 /** What an adapter (MCP, A2A) gets to mount itself: add middleware with app.use or routes on router. */
 export interface MountContext {
@@ -48,6 +68,13 @@ export interface AppOptions {
   trustProxy?: boolean;
   /** /healthz, /readyz, /metrics and the request metrics (payments/http/ops.ts). */
   ops?: OpsOptions;
+  /** Signs receipts; its public keys are served as the JWKS. */
+  receipts: ReceiptSigner;
+  /** Bearer token of the admin API (LDS_OPERATOR_TOKEN). */
+  operatorToken: string;
+  /** The ledger and processor the admin API corrects balances with. */
+  ledger: Ledger;
+  processor: PaymentProcessor;
   /** Extension point for the MCP and A2A endpoints; called after the API routes, before the 404. */
   mount?: Mount | Mount[];
 }
@@ -202,10 +229,39 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
 
   router.get('/lds/balance', async (ctx) => {
     const token = balanceTokenOf(ctx.get('authorization'));
-    const view = await o.service.balance(token ?? '');
+    const q = ctx.query;
+    const one = (name: string): string | undefined => {
+      const v = q[name];
+      if (Array.isArray(v)) throw new Problem(400, 'malformed-request', 'Malformed request', `give ${name} once`, { field: name });
+      return v;
+    };
+    const format = one('format') ?? 'json';
+    if (format !== 'json' && format !== 'csv') throw new Problem(400, 'malformed-request', 'Malformed request', 'format must be json or csv', { field: 'format' });
+    const limitText = one('limit');
+    if (limitText !== undefined && !/^[0-9]{1,4}$/.test(limitText)) throw new Problem(400, 'malformed-request', 'Malformed request', 'limit must be an integer from 1 to 1000', { field: 'limit' });
+    const view = await o.service.balance(token ?? '', { after: one('after'), limit: limitText === undefined ? undefined : Number(limitText) });
     ctx.set('Cache-Control', 'no-store');
+    if (view.next_after) {
+      const next = new URLSearchParams({ after: view.next_after, ...(limitText ? { limit: limitText } : {}), ...(format === 'csv' ? { format } : {}) });
+      ctx.set('Link', `<${baseUrl}/lds/balance?${next}>; rel="next"`);
+    }
+    if (format === 'csv') {
+      ctx.type = 'text/csv; charset=utf-8; header=present';
+      ctx.set('Content-Disposition', 'attachment; filename="statement.csv"');
+      ctx.body = statementCsv(view);
+      return;
+    }
     ctx.body = view;
   });
+
+  // Rotation: Bearer the old token; the answer carries the new one (shown once).
+  router.post('/lds/balance/token', async (ctx) => {
+    const token = balanceTokenOf(ctx.get('authorization'));
+    ctx.set('Cache-Control', 'no-store, private');
+    ctx.body = await o.service.rotateToken(token ?? '');
+  });
+
+  mountAdmin(router, { ledger: o.ledger, processor: o.processor, operatorToken: o.operatorToken, maxBodyBytes: maxBody, logger: o.logger });
 
   router.post('/lds/balance/topup', async (ctx, next) => {
     try {
@@ -239,6 +295,20 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
       return next();
     });
     if (!passed) ctx.state.route = 'static';
+  });
+  // The public receipt keys (current and retired): a runtime secret's public half, so the service
+  // serves it rather than dist/. Public, cacheable, not rate limited.
+  const jwksBody = JSON.stringify(o.receipts.jwks);
+  app.use(async (ctx, next) => {
+    if (ctx.path !== JWKS_PATH) return next();
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      ctx.set('Allow', 'GET, HEAD');
+      throw new Problem(405, 'method-not-allowed', 'Method not allowed', `${JWKS_PATH} answers GET, HEAD.`);
+    }
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.set('Access-Control-Allow-Origin', '*');
+    ctx.type = 'application/jwk-set+json';
+    ctx.body = jwksBody;
   });
   // 0 = no limit (for that bucket)
   app.use(

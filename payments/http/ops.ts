@@ -5,10 +5,10 @@
 //                 `not-ready` naming what is not ready otherwise;
 //   GET /metrics  Prometheus text (payments/metrics.ts), only with `Authorization: Bearer
 //                 <LDS_OPERATOR_TOKEN>`; 401 problem otherwise.
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Metrics } from '../metrics.ts';
 import { Problem } from '../problem.ts';
+import { isOperator, operatorRequired } from './operator.ts';
 
 export const OPS_PATHS = { health: '/healthz', ready: '/readyz', metrics: '/metrics' } as const;
 
@@ -20,23 +20,11 @@ export interface Readiness {
 
 export interface OpsOptions {
   metrics: Metrics;
-  operatorToken: Buffer;
+  operatorToken: string;
   readiness: () => Promise<Readiness>;
   catalogueVersion: string;
 }
 
-const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest();
-
-/** Constant-time check of `Authorization: Bearer <operator token>`. */
-export function operatorAuthorized(header: string | undefined, operatorToken: Buffer): boolean {
-  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? '');
-  if (!m) return false;
-  return timingSafeEqual(sha256(m[1]!), sha256(operatorToken));
-}
-
-export function operatorTokenRequired(): Problem {
-  return new Problem(401, 'operator-token-required', 'Operator token required', 'This endpoint needs `Authorization: Bearer <LDS_OPERATOR_TOKEN>`.');
-}
 
 export function opsMiddleware(o: OpsOptions): Middleware {
   return async (ctx, next) => {
@@ -62,7 +50,7 @@ export function opsMiddleware(o: OpsOptions): Middleware {
       ctx.body = { status: 'ready', checks: r.checks, catalogue_version: o.catalogueVersion };
       return;
     }
-    if (!operatorAuthorized(ctx.get('authorization'), o.operatorToken)) throw operatorTokenRequired();
+    if (!isOperator(ctx.get('authorization'), o.operatorToken)) throw operatorRequired();
     ctx.set('Content-Type', o.metrics.contentType);
     ctx.body = await o.metrics.text();
   };

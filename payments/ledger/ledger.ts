@@ -11,10 +11,12 @@
 //   - a promise resolves only once its change is durable.
 import { randomBytes } from 'node:crypto';
 import { Problem } from '../problem.ts';
-import type { DrawRecord, StatementRecord, TopupRecord } from './records.ts';
+import { createHash } from 'node:crypto';
+import canonicalizeModule from 'canonicalize';
+import type { CorrectionKind, CorrectionRecord, DrawRecord, StatementRecord, TokenRecord, TopupRecord } from './records.ts';
 import type { Violation } from './verify.ts';
 
-export type { BalanceRecord, DrawRecord, EntryRecord, StatementRecord, TopupRecord } from './records.ts';
+export type { BalanceRecord, CorrectionKind, CorrectionRecord, DrawRecord, EntryRecord, StatementRecord, TokenRecord, TopupRecord } from './records.ts';
 
 export type LedgerBackend = 'level' | 'postgres';
 
@@ -78,7 +80,9 @@ export interface BalanceInfo {
 }
 
 export interface StatementEntry {
-  kind: 'topup' | 'draw';
+  kind: 'topup' | 'draw' | CorrectionKind;
+  /** position in the ledger: the paging cursor (newest first; `before` returns older lines) */
+  seq: number;
   id: string;
   amountCents: number;
   currency: string;
@@ -86,6 +90,62 @@ export interface StatementEntry {
   at: string;
   quoteId?: string;
   productId?: string;
+  reason?: string;
+  drawId?: string;
+  topupId?: string;
+}
+
+/** An operator's refund or adjustment (records.ts CorrectionRecord), applied at most once per idempotency key. */
+export interface CorrectionInput {
+  kind: CorrectionKind;
+  idempotencyKey: string;
+  reason: string;
+  /** credit / debit: required. refund: default the unrefunded rest of the draw. topup_refund: default the whole top-up; always capped at the unspent balance. */
+  amountCents?: number;
+  /** credit / debit: the balance id */
+  balance?: string;
+  /** refund: the draw */
+  drawId?: string;
+  /** topup_refund: the top-up */
+  topupId?: string;
+}
+
+export type CorrectionResult =
+  | { kind: 'ok'; correction: CorrectionRecord }
+  /** this idempotency key was applied before, to this same request: nothing changed now */
+  | { kind: 'replay'; correction: CorrectionRecord }
+  /** this idempotency key was applied before, to another request */
+  | { kind: 'key_reused'; correction: CorrectionRecord }
+  | { kind: 'not_found'; what: 'balance' | 'draw' | 'topup' }
+  /** a refund over what the draw (less earlier refunds) or top-up paid */
+  | { kind: 'exceeds'; availableCents: number }
+  /** a debit below zero */
+  | { kind: 'insufficient'; balanceCents: number }
+  /** a top-up refund with nothing left to refund (balance spent, or refunded already) */
+  | { kind: 'nothing_to_refund' };
+
+export type TokenChangeResult = { kind: 'ok'; balance: string } | { kind: 'unknown' } | { kind: 'revoked' };
+
+/** Which balance a token hash names: its own (the token that opened it), one it was rotated into, or none (revoked). */
+export type TokenResolution = { kind: 'balance'; balance: string } | { kind: 'revoked' };
+
+/** SHA-256 of a correction's request, so a reused idempotency key with another request is told apart. */
+export function correctionFingerprint(i: CorrectionInput): string {
+  const c = (canonicalizeModule as unknown as (v: unknown) => string)({ kind: i.kind, amount: i.amountCents ?? null, balance: i.balance ?? null, draw: i.drawId ?? null, topup: i.topupId ?? null, reason: i.reason });
+  return createHash('sha256').update(c, 'utf8').digest('hex');
+}
+
+export function checkCorrectionInput(i: CorrectionInput): void {
+  if (!['refund', 'credit', 'debit', 'topup_refund'].includes(i.kind)) throw new RangeError(`unknown correction kind ${String(i.kind)}`);
+  assertId(i.idempotencyKey, 'idempotencyKey');
+  if (typeof i.reason !== 'string' || i.reason.trim() === '' || i.reason.length > 500) throw new RangeError('reason must be 1 to 500 characters');
+  if (i.amountCents !== undefined) assertCents(i.amountCents);
+  if (i.kind === 'credit' || i.kind === 'debit') {
+    if (i.amountCents === undefined) throw new RangeError('a credit or debit needs an amount');
+    assertId(i.balance ?? '', 'balance');
+  }
+  if (i.kind === 'refund') assertId(i.drawId ?? '', 'drawId');
+  if (i.kind === 'topup_refund') assertId(i.topupId ?? '', 'topupId');
 }
 
 /** A held claim on an MPP challenge being processed (see Ledger.claimChallenge). */
@@ -113,8 +173,19 @@ export interface Ledger {
   findTopupByPayment(processor: string, paymentRef: string): Promise<TopupRecord | null>;
   /** Durable balance, or null for an unknown token hash. */
   getBalance(tokenHash: string): Promise<BalanceInfo | null>;
-  /** The most recent top-ups and draws of a balance, newest first. */
-  statement(tokenHash: string, limit?: number): Promise<StatementEntry[]>;
+  /** The most recent lines of a balance's statement, newest first; `beforeSeq` pages to older lines. */
+  statement(tokenHash: string, limit?: number, beforeSeq?: number): Promise<StatementEntry[]>;
+
+  /** Which balance a token hash names now (rotated-in tokens name their balance; revoked ones none). */
+  resolveToken(tokenHash: string): Promise<TokenResolution>;
+  /** Replaces the token `oldHash` with `newHash` for its balance: the old one stops working at once. */
+  rotateToken(oldHash: string, newHash: string): Promise<TokenChangeResult>;
+  /** Revokes a token (operator): it stops working at once; the balance stays. */
+  revokeToken(tokenHash: string): Promise<TokenChangeResult>;
+  /** An operator's refund or adjustment: one double-entry transaction, at most once per idempotency key. */
+  correct(input: CorrectionInput): Promise<CorrectionResult>;
+  findDraw(drawId: string): Promise<DrawRecord | null>;
+  findTopup(topupId: string): Promise<TopupRecord | null>;
 
   /**
    * Claims an MPP challenge for the duration of one charge attempt, so that the same credential
@@ -159,7 +230,9 @@ export type ImportRecord =
   | { type: 'account'; value: import('./records.ts').BalanceRecord }
   | { type: 'topup'; value: TopupRecord }
   | { type: 'draw'; value: DrawRecord }
-  | { type: 'entry'; value: import('./records.ts').EntryRecord };
+  | { type: 'entry'; value: import('./records.ts').EntryRecord }
+  | { type: 'token'; value: TokenRecord }
+  | { type: 'correction'; value: CorrectionRecord };
 
 /**
  * The ledger refuses work (closed, stopped after a failed write, or its database unreachable). A
@@ -221,9 +294,10 @@ export function statementLimit(limit: number | undefined): number {
 }
 
 /** A stored statement line as the service reads it. */
-export function toStatementEntry(s: StatementRecord): StatementEntry {
+export function toStatementEntry(s: StatementRecord, seq: number): StatementEntry {
   return {
     kind: s.kind,
+    seq,
     id: s.id,
     amountCents: s.amount_cents,
     currency: s.currency,
@@ -231,5 +305,8 @@ export function toStatementEntry(s: StatementRecord): StatementEntry {
     at: s.at,
     ...(s.quote_id !== undefined ? { quoteId: s.quote_id } : {}),
     ...(s.product_id !== undefined ? { productId: s.product_id } : {}),
+    ...(s.reason !== undefined ? { reason: s.reason } : {}),
+    ...(s.draw_id !== undefined ? { drawId: s.draw_id } : {}),
+    ...(s.topup_id !== undefined ? { topupId: s.topup_id } : {}),
   };
 }

@@ -20,9 +20,15 @@ export const K = {
   quote: (quoteId: string) => `q:${quoteId}`,
   entry: (seq: number) => `e:${seqKey(seq)}`,
   statement: (hash: string, seq: number) => `s:${hash}:${seqKey(seq)}`,
+  /** an operator's refund or adjustment */
+  correction: (id: string) => `x:${id}`,
+  /** the client-supplied idempotency key of a correction: applied at most once */
+  idempotency: (key: string) => `i:${key}`,
+  /** a balance token that was rotated in, or rotated out / revoked */
+  token: (hash: string) => `k:${hash}`,
 } as const;
 
-export const PREFIX = { balance: 'b:', topup: 't:', draw: 'd:', challenge: 'c:', payment: 'p:', quote: 'q:', entry: 'e:', statement: 's:' } as const;
+export const PREFIX = { balance: 'b:', topup: 't:', draw: 'd:', challenge: 'c:', payment: 'p:', quote: 'q:', entry: 'e:', statement: 's:', correction: 'x:', idempotency: 'i:', token: 'k:' } as const;
 
 /** Fixed-width so that key order is numeric order. */
 export function seqKey(seq: number): string {
@@ -33,6 +39,8 @@ export const ACCOUNT = {
   balance: (hash: string) => `balance:${hash}`,
   clearing: (processor: string) => `clearing:${processor}`,
   revenue: 'revenue',
+  /** the other side of an operator's goodwill credit or debit of a balance */
+  adjustments: 'adjustments',
 } as const;
 
 export interface BalanceRecord {
@@ -74,9 +82,51 @@ export interface DrawRecord {
   draw: unknown;
 }
 
+/**
+ * An operator's correction of a balance, one double-entry transaction (`correction:<id>`):
+ *   refund        revenue pays back (part of) a draw to the balance;
+ *   credit/debit  `adjustments` credits or debits the balance (never below zero);
+ *   topup_refund  the balance pays back (part of) a top-up to the processor's clearing account,
+ *                 refunded through the processor; at most the unspent remainder.
+ */
+export type CorrectionKind = 'refund' | 'credit' | 'debit' | 'topup_refund';
+
+export interface CorrectionRecord {
+  correction_id: string;
+  kind: CorrectionKind;
+  /** client-supplied: the same key applies the correction at most once */
+  idempotency_key: string;
+  /** SHA-256 of what was asked (kind, target, amount, reason): the same key with another request is refused */
+  request_sha256: string;
+  token_hash: string;
+  amount_cents: number;
+  currency: string;
+  reason: string;
+  balance_after_cents: number;
+  at: string;
+  draw_id?: string;
+  topup_id?: string;
+  processor?: string;
+}
+
+/**
+ * A balance token other than the one that opened the balance, or one that no longer works. The
+ * balance id is the SHA-256 of the token that opened it; a rotation adds the new token's record
+ * (active, naming the balance) and marks the old one revoked.
+ */
+export interface TokenRecord {
+  token_hash: string;
+  /** the balance id (token hash of the balance's first token) */
+  balance: string;
+  created_at: string;
+  revoked_at?: string;
+  /** 'rotated' (by the buyer) or 'revoked' (by an operator) */
+  revoked_reason?: 'rotated' | 'revoked';
+}
+
 export interface EntryRecord {
   seq: number;
-  /** `topup:<id>` or `draw:<id>` */
+  /** `topup:<id>`, `draw:<id>` or `correction:<id>` */
   txn: string;
   account: string;
   /** signed: + credit to the account, - debit */
@@ -86,7 +136,7 @@ export interface EntryRecord {
 }
 
 export interface StatementRecord {
-  kind: 'topup' | 'draw';
+  kind: 'topup' | 'draw' | CorrectionKind;
   id: string;
   amount_cents: number;
   currency: string;
@@ -94,6 +144,9 @@ export interface StatementRecord {
   at: string;
   quote_id?: string;
   product_id?: string;
+  reason?: string;
+  draw_id?: string;
+  topup_id?: string;
 }
 
 export interface ClaimRecord {
@@ -105,7 +158,32 @@ export interface ClaimRecord {
 export const txnOf = {
   topup: (id: string) => `topup:${id}`,
   draw: (id: string) => `draw:${id}`,
+  correction: (id: string) => `correction:${id}`,
 };
+
+/** Whether a correction kind adds to the balance (refund, credit) or takes from it. */
+export function correctionCredits(kind: CorrectionKind): boolean {
+  return kind === 'refund' || kind === 'credit';
+}
+
+/** The other account of a correction's two entries (the balance is always one side). */
+export function correctionCounterAccount(c: Pick<CorrectionRecord, 'kind' | 'processor'>): string {
+  if (c.kind === 'refund') return ACCOUNT.revenue;
+  if (c.kind === 'topup_refund') return ACCOUNT.clearing(c.processor ?? '');
+  return ACCOUNT.adjustments;
+}
+
+/** The two entries of a correction: the first seq goes to the side that pays, the second to the side paid. */
+export function correctionEntries(c: CorrectionRecord, firstSeq: number, secondSeq: number): EntryRecord[] {
+  const txn = txnOf.correction(c.correction_id);
+  const balance = ACCOUNT.balance(c.token_hash);
+  const other = correctionCounterAccount(c);
+  const [from, to] = correctionCredits(c.kind) ? [other, balance] : [balance, other];
+  return [
+    { seq: firstSeq, txn, account: from, cents: -c.amount_cents, currency: c.currency, at: c.at },
+    { seq: secondSeq, txn, account: to, cents: c.amount_cents, currency: c.currency, at: c.at },
+  ];
+}
 
 /** A record that moved money: what a statement line is made from. */
 export type MoneyRecord = ({ kind: 'topup' } & TopupRecord) | ({ kind: 'draw' } & DrawRecord);
@@ -115,6 +193,21 @@ export type MoneyRecord = ({ kind: 'topup' } & TopupRecord) | ({ kind: 'draw' } 
  * the seq of its balance entry. Written beside the entries (so a statement is one range read), and
  * rebuilt the same way on import, so verify can demand that it equals what the entries say.
  */
+/** The statement line of a correction (see statementLine). */
+export function correctionStatementLine(r: CorrectionRecord): StatementRecord {
+  return {
+      kind: r.kind,
+      id: r.correction_id,
+      amount_cents: r.amount_cents,
+      currency: r.currency,
+      balance_after_cents: r.balance_after_cents,
+      at: r.at,
+      reason: r.reason,
+      ...(r.draw_id !== undefined ? { draw_id: r.draw_id } : {}),
+      ...(r.topup_id !== undefined ? { topup_id: r.topup_id } : {}),
+  };
+}
+
 export function statementLine(r: MoneyRecord): StatementRecord {
   if (r.kind === 'topup') return { kind: 'topup', id: r.topup_id, amount_cents: r.amount_cents, currency: r.currency, balance_after_cents: r.balance_after_cents, at: r.at };
   return {

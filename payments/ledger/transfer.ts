@@ -6,31 +6,44 @@
 //   {"type":"account", ...BalanceRecord}   per balance, by token_hash   (the account's stored state)
 //   {"type":"draw", ...DrawRecord}         per draw, by draw_id          (claims its quote_id)
 //   {"type":"entry", ...EntryRecord}       per double-entry line, by seq
+//   {"type":"token", ...TokenRecord}       per rotated or revoked token, by token_hash   (version 2)
 //   {"type":"topup", ...TopupRecord}       per top-up, by topup_id       (claims its challenge and payment)
-//   {"type":"footer","accounts":n,"draws":n,"entries":n,"topups":n}
+//   {"type":"correction", ...CorrectionRecord} per refund or adjustment, by correction_id (claims its idempotency key; version 2)
+//   {"type":"footer","accounts":n,"corrections":n,"draws":n,"entries":n,"tokens":n,"topups":n}
+// Version 2 added tokens and corrections; a version 1 export (no such lines) still imports.
 // Claims are the quote_id / challenge_id / payment_ref of the records (UNIQUE in PostgreSQL, `q:`
 // `c:` `p:` keys in LevelDB); statements are derived from the records and rebuilt on import. Nothing
 // in the export depends on the backend or the time of export, so export → import → export gives
 // identical bytes. The footer makes a truncated file fail before anything is written.
 import canonicalize from 'canonicalize';
-import { K, PREFIX, statementLine, type BalanceRecord, type ClaimRecord, type DrawRecord, type EntryRecord, type TopupRecord } from './records.ts';
+import { K, PREFIX, correctionStatementLine, statementLine, type BalanceRecord, type ClaimRecord, type CorrectionRecord, type DrawRecord, type EntryRecord, type TokenRecord, type TopupRecord } from './records.ts';
 import type { ImportRecord, LedgerRecords } from './ledger.ts';
 
 export const EXPORT_FORMAT = 'lds-ledger';
-export const EXPORT_VERSION = 1;
+export const EXPORT_VERSION = 2;
+const READABLE_VERSIONS = [1, 2];
 
-type Counts = { accounts: number; draws: number; entries: number; topups: number };
+type Counts = { accounts: number; corrections: number; draws: number; entries: number; tokens: number; topups: number };
+const zeroCounts = (): Counts => ({ accounts: 0, corrections: 0, draws: 0, entries: 0, tokens: 0, topups: 0 });
 
 const canonical = (v: unknown) => (canonicalize as unknown as (v: unknown) => string)(v);
 
 /** Which line type each exported key prefix becomes (claims and statements are derived, not exported). */
-const EXPORTED: Record<string, ImportRecord['type']> = { [PREFIX.balance]: 'account', [PREFIX.draw]: 'draw', [PREFIX.entry]: 'entry', [PREFIX.topup]: 'topup' };
-const TYPE_ORDER: ImportRecord['type'][] = ['account', 'draw', 'entry', 'topup'];
-const COUNT_OF: Record<ImportRecord['type'], keyof Counts> = { account: 'accounts', draw: 'draws', entry: 'entries', topup: 'topups' };
+const EXPORTED: Record<string, ImportRecord['type']> = {
+  [PREFIX.balance]: 'account',
+  [PREFIX.draw]: 'draw',
+  [PREFIX.entry]: 'entry',
+  [PREFIX.token]: 'token',
+  [PREFIX.topup]: 'topup',
+  [PREFIX.correction]: 'correction',
+};
+/** Key order of the prefixes (b: d: e: k: t: x:), which is the order a snapshot yields them. */
+const TYPE_ORDER: ImportRecord['type'][] = ['account', 'draw', 'entry', 'token', 'topup', 'correction'];
+const COUNT_OF: Record<ImportRecord['type'], keyof Counts> = { account: 'accounts', draw: 'draws', entry: 'entries', token: 'tokens', topup: 'topups', correction: 'corrections' };
 
 /** Writes the export of a snapshot (Ledger.readSnapshot) through `write`, one line per call. */
 export async function writeExport(records: LedgerRecords, write: (line: string) => void | Promise<void>): Promise<Counts> {
-  const counts: Counts = { accounts: 0, draws: 0, entries: 0, topups: 0 };
+  const counts = zeroCounts();
   await write(canonical({ format: EXPORT_FORMAT, type: 'header', version: EXPORT_VERSION }) + '\n');
   for await (const [key, value] of records) {
     const type = EXPORTED[key.slice(0, 2)];
@@ -54,7 +67,8 @@ export class ImportFormatError extends Error {}
  */
 export async function* readExport(lines: AsyncIterable<string>): AsyncGenerator<ImportRecord> {
   const out: ImportRecord[] = [];
-  const counts: Counts = { accounts: 0, draws: 0, entries: 0, topups: 0 };
+  const counts = zeroCounts();
+  let version = 0;
   let n = 0;
   let header = false;
   let footer: Record<string, unknown> | null = null;
@@ -77,7 +91,8 @@ export async function* readExport(lines: AsyncIterable<string>): AsyncGenerator<
     if (!v || typeof v !== 'object' || Array.isArray(v)) fail('not a JSON object');
     if (!header) {
       if (v.type !== 'header' || v.format !== EXPORT_FORMAT) fail(`not a ledger export (expected a ${EXPORT_FORMAT} header)`);
-      if (v.version !== EXPORT_VERSION) fail(`export version ${String(v.version)} is not supported (this service reads version ${EXPORT_VERSION})`);
+      if (!READABLE_VERSIONS.includes(v.version as number)) fail(`export version ${String(v.version)} is not supported (this service reads versions ${READABLE_VERSIONS.join(' and ')})`);
+      version = v.version as number;
       header = true;
       continue;
     }
@@ -99,6 +114,7 @@ export async function* readExport(lines: AsyncIterable<string>): AsyncGenerator<
   if (!header) throw new ImportFormatError('empty file: not a ledger export');
   if (!footer) throw new ImportFormatError(`no footer after line ${n}: the export is truncated`);
   for (const k of Object.keys(counts) as (keyof Counts)[]) {
+    if (version === 1 && (k === 'tokens' || k === 'corrections') && footer[k] === undefined && counts[k] === 0) continue;
     if (footer[k] !== counts[k]) throw new ImportFormatError(`the footer says ${String(footer[k])} ${k} but the file holds ${counts[k]}: the export is damaged`);
   }
   yield* out;
@@ -114,6 +130,10 @@ function keyOf(r: ImportRecord): string {
       return K.entry(r.value.seq);
     case 'topup':
       return K.topup(r.value.topup_id);
+    case 'token':
+      return K.token(r.value.token_hash);
+    case 'correction':
+      return K.correction(r.value.correction_id);
   }
 }
 
@@ -122,6 +142,13 @@ const int = (x: unknown, min: number) => Number.isSafeInteger(x) && (x as number
 
 function checkRecord(type: ImportRecord['type'], v: Record<string, unknown>, fail: (m: string) => never): ImportRecord {
   const need = (ok: boolean, field: string) => ok || fail(`${type} record: ${field} is missing or invalid`);
+  if (type === 'token') {
+    for (const f of ['token_hash', 'balance']) need(typeof v[f] === 'string' && /^[0-9a-f]{64}$/.test(v[f] as string), f);
+    need(str(v.created_at), 'created_at');
+    need(v.revoked_at === undefined || str(v.revoked_at), 'revoked_at');
+    need(v.revoked_reason === undefined || v.revoked_reason === 'rotated' || v.revoked_reason === 'revoked', 'revoked_reason');
+    return { type, value: v as unknown as TokenRecord };
+  }
   need(str(v.currency) && /^[A-Z]{3}$/.test(v.currency as string), 'currency');
   switch (type) {
     case 'account':
@@ -148,7 +175,15 @@ function checkRecord(type: ImportRecord['type'], v: Record<string, unknown>, fai
       need(typeof v.created_balance === 'boolean', 'created_balance');
       need(v.credential_sha256 === undefined || str(v.credential_sha256), 'credential_sha256');
       return { type, value: v as unknown as TopupRecord };
+    case 'correction':
+      for (const f of ['correction_id', 'idempotency_key', 'request_sha256', 'token_hash', 'reason', 'at']) need(str(v[f]), f);
+      need(['refund', 'credit', 'debit', 'topup_refund'].includes(v.kind as string), 'kind');
+      need(int(v.amount_cents, 1), 'amount_cents');
+      need(int(v.balance_after_cents, 0), 'balance_after_cents');
+      for (const f of ['draw_id', 'topup_id', 'processor']) need(v[f] === undefined || str(v[f]), f);
+      return { type, value: v as unknown as CorrectionRecord };
   }
+  return fail(`unknown record type ${type}`);
 }
 
 /**
@@ -160,6 +195,7 @@ function checkRecord(type: ImportRecord['type'], v: Record<string, unknown>, fai
 export async function* importWrites(records: AsyncIterable<ImportRecord>): AsyncGenerator<[string, unknown]> {
   const draws = new Map<string, DrawRecord>();
   const topupBalanceEntry = new Map<string, EntryRecord>();
+  const correctionBalanceEntry = new Map<string, EntryRecord>();
   for await (const r of records) {
     switch (r.type) {
       case 'account':
@@ -180,6 +216,18 @@ export async function* importWrites(records: AsyncIterable<ImportRecord>): Async
         const d = kind === 'draw' ? draws.get(id) : undefined;
         if (d) yield [K.statement(hash, e.seq), statementLine({ kind: 'draw', ...d })];
         else if (kind === 'topup') topupBalanceEntry.set(id, e);
+        else if (kind === 'correction') correctionBalanceEntry.set(id, e);
+        break;
+      }
+      case 'token':
+        yield [K.token(r.value.token_hash), r.value];
+        break;
+      case 'correction': {
+        const c = r.value;
+        yield [K.correction(c.correction_id), c];
+        yield [K.idempotency(c.idempotency_key), { correction_id: c.correction_id }];
+        const e = correctionBalanceEntry.get(c.correction_id);
+        if (e) yield [K.statement(c.token_hash, e.seq), correctionStatementLine(c)];
         break;
       }
       case 'topup': {

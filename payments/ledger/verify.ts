@@ -9,7 +9,22 @@
 //   - every claim names the record that owns it and every record has its claim;
 //   - each balance's statement lists exactly its top-ups and draws, in order, as the records say.
 // Each violation carries the offending raw records (key and value) so an operator can act on it.
-import { ACCOUNT, K, PREFIX, statementLine, type BalanceRecord, type ClaimRecord, type DrawRecord, type EntryRecord, type StatementRecord, type TopupRecord } from './records.ts';
+import {
+  ACCOUNT,
+  K,
+  PREFIX,
+  correctionEntries,
+  correctionStatementLine,
+  statementLine,
+  type BalanceRecord,
+  type ClaimRecord,
+  type CorrectionRecord,
+  type DrawRecord,
+  type EntryRecord,
+  type StatementRecord,
+  type TokenRecord,
+  type TopupRecord,
+} from './records.ts';
 import canonicalize from 'canonicalize';
 import type { LedgerRecords } from './ledger.ts';
 
@@ -33,7 +48,10 @@ export interface Violation {
     | 'challenge_credited_twice'
     | 'payment_credited_twice'
     | 'claim_mismatch'
-    | 'statement_mismatch';
+    | 'statement_mismatch'
+    | 'refund_exceeds_payment'
+    | 'idempotency_key_twice'
+    | 'token_mismatch';
   message: string;
   records: ViolationRecord[];
 }
@@ -45,6 +63,9 @@ interface Scan {
   entries: { key: string; value: EntryRecord }[];
   claims: Map<string, { key: string; value: ClaimRecord }>; // by full key (c:, p:, q:)
   statements: Map<string, { key: string; value: StatementRecord }[]>; // by token hash, in key order
+  corrections: Map<string, { key: string; value: CorrectionRecord }>;
+  idempotency: Map<string, { key: string; value: { correction_id: string } }>; // by full key (i:)
+  tokens: Map<string, { key: string; value: TokenRecord }>;
   malformed: ViolationRecord[];
 }
 
@@ -96,9 +117,50 @@ export async function verifyRecords(records: LedgerRecords): Promise<Violation[]
         { account: ACCOUNT.revenue, cents: d.value.amount_cents },
       ];
       if (!entriesMatch(list, expected, d.value.currency)) add('entry_mismatch', `entries of ${txn} do not move ${d.value.amount_cents} cents from the balance to revenue`, [d, ...list]);
+    } else if (kind === 'correction') {
+      const c = scan.corrections.get(id);
+      if (!c) {
+        add('orphan_entry', `entries of ${txn} have no correction record`, list);
+        continue;
+      }
+      const expected = correctionEntries(c.value, 0, 0).map((e) => ({ account: e.account, cents: e.cents }));
+      if (!entriesMatch(list, expected, c.value.currency)) add('entry_mismatch', `entries of ${txn} do not move ${c.value.amount_cents} cents as a ${c.value.kind} does`, [c, ...list]);
     } else {
       add('orphan_entry', `entries name an unknown transaction kind: ${txn}`, list);
     }
+  }
+  for (const c of scan.corrections.values()) {
+    if (!byTxn.has(`correction:${c.value.correction_id}`)) add('entry_mismatch', `correction ${c.value.correction_id} has no ledger entries`, [c]);
+  }
+  // Refunds never exceed what was paid: per draw (refund) and per top-up (topup_refund).
+  const refunded = new Map<string, { total: number; recs: ViolationRecord[] }>();
+  for (const c of scan.corrections.values()) {
+    const of = c.value.kind === 'refund' ? `d:${c.value.draw_id}` : c.value.kind === 'topup_refund' ? `t:${c.value.topup_id}` : null;
+    if (!of) continue;
+    const r = refunded.get(of) ?? { total: 0, recs: [] };
+    r.total += c.value.amount_cents;
+    r.recs.push(c);
+    refunded.set(of, r);
+  }
+  for (const [of, r] of refunded) {
+    const paid = of.startsWith('d:') ? scan.draws.get(of.slice(2)) : scan.topups.get(of.slice(2));
+    if (!paid) add('orphan_entry', `corrections refund ${of} which does not exist`, r.recs);
+    else if (r.total > paid.value.amount_cents || paid.value.token_hash !== (r.recs[0].value as CorrectionRecord).token_hash)
+      add('refund_exceeds_payment', `refunds of ${of} total ${r.total} cents of ${paid.value.amount_cents} paid (or name another balance)`, [paid, ...r.recs]);
+  }
+  // Each idempotency key applied once, and each claim names its correction.
+  duplicates(scan.corrections.values(), (c) => c.idempotency_key, (id, recs) => add('idempotency_key_twice', `idempotency key ${id} was applied ${recs.length} times`, recs));
+  for (const c of scan.corrections.values()) {
+    const claim = scan.idempotency.get(K.idempotency(c.value.idempotency_key));
+    if (!claim) add('claim_mismatch', `correction ${c.value.correction_id} has no claim for its idempotency key`, [c]);
+  }
+  for (const i of scan.idempotency.values()) {
+    const c = scan.corrections.get(i.value.correction_id);
+    if (!c || K.idempotency(c.value.idempotency_key) !== i.key) add('claim_mismatch', `idempotency claim ${i.key} does not name a matching correction`, c ? [i, c] : [i]);
+  }
+  // Tokens name existing balances, under their own key.
+  for (const t of scan.tokens.values()) {
+    if (t.key !== K.token(t.value.token_hash) || !scan.balances.has(t.value.balance)) add('token_mismatch', `token record ${t.key} does not name an existing balance under its own key`, [t]);
   }
   for (const t of scan.topups.values()) {
     if (!byTxn.has(`topup:${t.value.topup_id}`)) add('entry_mismatch', `top-up ${t.value.topup_id} has no ledger entries`, [t]);
@@ -173,6 +235,11 @@ export async function verifyRecords(records: LedgerRecords): Promise<Violation[]
     const lines: StatementRecord[] = [];
     for (const e of r.entries) {
       const [kind, id] = splitTxn(e.value.txn);
+      if (kind === 'correction') {
+        const c = scan.corrections.get(id);
+        if (c) lines.push(correctionStatementLine(c.value));
+        continue;
+      }
       const rec = kind === 'draw' ? scan.draws.get(id) : kind === 'topup' ? scan.topups.get(id) : undefined;
       if (rec) lines.push(statementLine(kind === 'draw' ? { kind: 'draw', ...(rec.value as DrawRecord) } : { kind: 'topup', ...(rec.value as TopupRecord) }));
     }
@@ -201,7 +268,7 @@ export function formatViolations(violations: Violation[]): string {
 // ------------------------------------------------------------------------------------------
 
 async function readAll(records: LedgerRecords): Promise<Scan> {
-  const scan: Scan = { balances: new Map(), topups: new Map(), draws: new Map(), entries: [], claims: new Map(), statements: new Map(), malformed: [] };
+  const scan: Scan = { balances: new Map(), topups: new Map(), draws: new Map(), entries: [], claims: new Map(), statements: new Map(), corrections: new Map(), idempotency: new Map(), tokens: new Map(), malformed: [] };
   for await (const [key, value] of records) {
     const rec = { key, value };
     const v = value as Record<string, unknown> | null;
@@ -235,6 +302,19 @@ async function readAll(records: LedgerRecords): Promise<Scan> {
         break;
       case PREFIX.quote:
         if (isStr(v.draw_id) && isStr(v.token_hash)) scan.claims.set(key, rec as { key: string; value: ClaimRecord });
+        else bad();
+        break;
+      case PREFIX.correction:
+        if (isStr(v.correction_id) && isStr(v.kind) && isStr(v.idempotency_key) && isStr(v.token_hash) && isCents(v.amount_cents) && isStr(v.currency) && isStr(v.reason))
+          scan.corrections.set(v.correction_id, rec as { key: string; value: CorrectionRecord });
+        else bad();
+        break;
+      case PREFIX.idempotency:
+        if (isStr(v.correction_id)) scan.idempotency.set(key, rec as { key: string; value: { correction_id: string } });
+        else bad();
+        break;
+      case PREFIX.token:
+        if (isStr(v.token_hash) && isStr(v.balance)) scan.tokens.set(key, rec as { key: string; value: TokenRecord });
         else bad();
         break;
       case PREFIX.statement: {

@@ -9,12 +9,14 @@
 //   - `spt_sandbox_requires_action` → a PaymentIntent left in `requires_action`;
 //   - anything else as a token → invalid_request_error (no such token);
 //   - the same Idempotency-Key replays the first outcome with `Idempotent-Replayed: true`,
-//     and a reused key with different parameters is refused, as Stripe does.
+//     and a reused key with different parameters is refused, as Stripe does;
+//   - `refunds.create` refunds a succeeded PaymentIntent of this sandbox, at most its amount in
+//     total, once per Idempotency-Key (Stripe's charge_already_refunded / amount_too_large errors).
 // It is the default for a local start and refuses to exist when NODE_ENV=production.
 import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
 import type { FaultHooks } from '../faults.ts';
-import type { PaymentIntentCreateParams, PaymentIntentLike, PaymentIntentRequestOptions, PaymentProcessor } from './types.ts';
+import type { PaymentIntentCreateParams, PaymentIntentLike, PaymentIntentRequestOptions, PaymentProcessor, RefundLike } from './types.ts';
 
 export const SANDBOX_DECLINE_TOKEN = 'spt_sandbox_decline';
 export const SANDBOX_REQUIRES_ACTION_TOKEN = 'spt_sandbox_requires_action';
@@ -34,6 +36,23 @@ export function createSandboxProcessor(options: SandboxProcessorOptions = {}): P
   if (env.NODE_ENV === 'production') throw new Error('the sandbox payment processor is refused when NODE_ENV=production; configure PAYMENT_PROCESSOR=stripe');
   // Idempotency memory, bounded (insertion order = age) so a long-running local server stays small.
   const seen = new Map<string, { fingerprint: string; outcome: Outcome }>();
+  // Succeeded PaymentIntents and what was refunded of each (for refunds.create).
+  const intents = new Map<string, { amount: number; refunded: number }>();
+  const refundKeys = new Map<string, RefundLike>();
+
+  async function refund(params: { payment_intent: string; amount: number }, requestOptions?: { idempotencyKey?: string }): Promise<RefundLike> {
+    const key = requestOptions?.idempotencyKey;
+    if (key && refundKeys.has(key)) return refundKeys.get(key)!;
+    const pi = intents.get(params.payment_intent);
+    if (!pi) throw new Stripe.errors.StripeInvalidRequestError({ type: 'invalid_request_error', code: 'resource_missing', param: 'payment_intent', message: `No such payment_intent: '${params.payment_intent}'` });
+    if (!Number.isSafeInteger(params.amount) || params.amount <= 0 || pi.refunded + params.amount > pi.amount) {
+      throw new Stripe.errors.StripeInvalidRequestError({ type: 'invalid_request_error', code: 'amount_too_large', param: 'amount', message: 'Refund amount is greater than the unrefunded amount of the charge.' });
+    }
+    pi.refunded += params.amount;
+    const r: RefundLike = { id: `re_sandbox_${randomBytes(12).toString('hex')}`, status: 'succeeded', amount: params.amount, payment_intent: params.payment_intent };
+    if (key) refundKeys.set(key, r);
+    return r;
+  }
 
   async function create(params: PaymentIntentCreateParams, requestOptions?: PaymentIntentRequestOptions): Promise<PaymentIntentLike> {
     const key = requestOptions?.idempotencyKey;
@@ -49,6 +68,7 @@ export function createSandboxProcessor(options: SandboxProcessorOptions = {}): P
       }
     }
     const outcome = decide(params);
+    if (outcome.ok && outcome.pi.status === 'succeeded') intents.set(outcome.pi.id, { amount: outcome.pi.amount ?? 0, refunded: 0 });
     if (key) {
       seen.set(key, { fingerprint, outcome });
       if (seen.size > MAX_REMEMBERED_KEYS) seen.delete(seen.keys().next().value as string);
@@ -66,6 +86,7 @@ export function createSandboxProcessor(options: SandboxProcessorOptions = {}): P
     networkId: options.networkId ?? 'sandbox',
     paymentMethodTypes: ['card'],
     client: { paymentIntents: { create } },
+    refunds: { create: refund },
   };
 }
 

@@ -32,6 +32,12 @@ export function createStripeProcessor(options: StripeProcessorOptions): PaymentP
     name: 'stripe',
     networkId: options.networkId,
     paymentMethodTypes: options.paymentMethodTypes ?? ['card'],
+    refunds: {
+      create: async (params, requestOptions) => {
+        const r = await sdk.refunds.create(params, requestOptions);
+        return { id: r.id, status: r.status ?? 'pending', amount: r.amount, payment_intent: typeof r.payment_intent === 'string' ? r.payment_intent : (r.payment_intent?.id ?? null) };
+      },
+    },
     client: {
       paymentIntents: {
         // `shared_payment_granted_token` is not in the SDK's types yet (SPTs are a preview

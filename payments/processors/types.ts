@@ -36,7 +36,22 @@ export interface StripeLikeClient {
   };
 }
 
+/** A refund of (part of) a PaymentIntent (Stripe `refunds.create`). */
+export interface RefundLike {
+  id: string;
+  status: string;
+  amount: number;
+  payment_intent?: string | null;
+}
+
+export interface RefundClient {
+  /** Stripe `refunds.create({ payment_intent, amount }, { idempotencyKey })`: the same key refunds once. */
+  create(params: { payment_intent: string; amount: number; metadata?: Record<string, string> }, options?: { idempotencyKey?: string }): Promise<RefundLike>;
+}
+
 export interface PaymentProcessor {
+  /** Refunds money of a PaymentIntent back to the payer (operator's top-up refund). */
+  readonly refunds: RefundClient;
   readonly name: ProcessorName;
   readonly client: StripeLikeClient;
   /** Stripe business network / profile id advertised in the challenge (the client mints the SPT for it). */

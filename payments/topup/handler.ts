@@ -28,6 +28,7 @@ import { Problem, PROBLEM_CONTENT_TYPE } from '../problem.ts';
 import { observeCharges, redactTokens, type ChargeObservation } from '../processors/observe.ts';
 import type { PaymentProcessor } from '../processors/types.ts';
 import type { TopupRecord } from '../ledger/records.ts';
+import type { ReceiptSignature, ReceiptSigner } from '../receipts.ts';
 import { balanceTokenForChallenge, bearerToken, hashesEqual, hashToken, sha256Hex, tokenHint } from '../tokens.ts';
 
 export const TOPUP_PATH = '/v1/lds/balance/topup';
@@ -45,6 +46,7 @@ export const TOPUP_PROBLEMS = {
   bodyTooLarge: 'body-too-large', // 413
   invalidBalanceToken: 'invalid-balance-token', // 401: Bearer given but malformed or unknown
   balanceTokenRequired: 'balance-token-required', // 401: Payment-Authorization without the Bearer token it goes with
+  revokedBalanceToken: 'balance-token-revoked', // 401: Bearer given but rotated or revoked
   paymentRequired: 'payment-required', // 402 with the MPP challenge
   credentialInvalid: 'payment-credential-invalid', // 402 with a fresh challenge: bad/expired/mismatched credential
   declined: 'payment-declined', // 402, final: the card was declined
@@ -72,6 +74,34 @@ export interface TopupHandlerOptions {
   challengeTtlMinutes?: number;
   /** Tests: the clock that decides whether a resent credential's challenge has expired. */
   now?: () => number;
+  /** Signs the receipt of every top-up (payments/receipts.ts). */
+  receipts: ReceiptSigner;
+}
+
+/** The signed receipt of a top-up, built from the stored top-up record only (a resent credential gets the same one). */
+export interface TopupReceipt {
+  type: 'topup';
+  topup_id: string;
+  amount: string;
+  currency: string;
+  balance_after: string;
+  processor: string;
+  payment_ref: string;
+  paid_at: string;
+  signature: ReceiptSignature;
+}
+
+export function topupReceipt(receipts: ReceiptSigner, t: TopupRecord): TopupReceipt {
+  return receipts.sign({
+    type: 'topup' as const,
+    topup_id: t.topup_id,
+    amount: formatCents(t.amount_cents),
+    currency: t.currency,
+    balance_after: formatCents(t.balance_after_cents),
+    processor: t.processor,
+    payment_ref: t.payment_ref,
+    paid_at: t.at,
+  });
 }
 
 /** 200 answer body. balance_token only when the top-up created the balance. */
@@ -79,6 +109,7 @@ export interface TopupAnswer {
   balance_token?: string;
   balance: string;
   currency: 'EUR';
+  receipt: TopupReceipt;
 }
 
 const MAX_BODY_BYTES = 16 * 1024;
@@ -90,7 +121,7 @@ const MAX_BODY_BYTES = 16 * 1024;
 const CHALLENGE_CLAIM_MS = 60_000;
 
 export function createTopupHandler(options: TopupHandlerOptions): Middleware {
-  const { ledger, processor, realm, secretKey, logger } = options;
+  const { ledger, processor, realm, secretKey, logger, receipts } = options;
   const minimum = options.minimumCents ?? TOPUP_MINIMUM_CENTS;
   const maximum = options.maximumCents ?? TOPUP_MAXIMUM_CENTS;
   const ttlMinutes = options.challengeTtlMinutes ?? 5;
@@ -120,7 +151,10 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
       if (bearer === 'malformed') throw invalidToken();
       let target: { hash: string; create: boolean };
       if (bearer) {
-        const hash = hashToken(bearer);
+        // A rotated-in token names its balance; a rotated-out or revoked one is refused.
+        const resolved = await ledger.resolveToken(hashToken(bearer));
+        if (resolved.kind === 'revoked') throw new Problem(401, 'balance-token-revoked', 'Balance token no longer valid', 'this balance token was rotated or revoked; use the token that replaced it');
+        const hash = resolved.balance;
         const bal = await ledger.getBalance(hash);
         if (!bal) throw invalidToken();
         if (bal.currency !== TOPUP_CURRENCY) throw new Problem(400, TOPUP_PROBLEMS.unsupportedCurrency, 'Unsupported currency', `this balance is held in ${bal.currency}`, { field: 'currency' });
@@ -211,6 +245,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
       ...(fresh ? { balance_token: fresh.token } : {}),
       balance: formatCents(result.balanceAfterCents),
       currency: TOPUP_CURRENCY,
+      receipt: topupReceipt(receipts, result.topup),
     };
     ctx.status = 200;
     ctx.set('Payment-Receipt', p.receiptHeader);
@@ -243,7 +278,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
     const bal = await ledger.getBalance(prior.token_hash);
     if (!bal) throw alreadyCredited();
     logger?.info({ challenge: short(prior.challenge_id), topup: prior.topup_id, balance: tokenHint(prior.token_hash) }, 'top-up: answered a resent credential again, nothing credited');
-    const body: TopupAnswer = { ...(token ? { balance_token: token.token } : {}), balance: formatCents(bal.cents), currency: TOPUP_CURRENCY };
+    const body: TopupAnswer = { ...(token ? { balance_token: token.token } : {}), balance: formatCents(bal.cents), currency: TOPUP_CURRENCY, receipt: topupReceipt(receipts, prior) };
     ctx.status = 200;
     ctx.set('Payment-Receipt', Receipt.serialize(Receipt.from({ method: 'stripe', status: 'success', reference: prior.payment_ref, timestamp: prior.at })));
     ctx.set('Cache-Control', 'no-store, private');

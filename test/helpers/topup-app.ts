@@ -12,6 +12,7 @@ import type { Ledger } from '../../payments/ledger/ledger.ts';
 import { openTestLedger } from './ledgers.ts';
 import type { PaymentProcessor } from '../../payments/processors/types.ts';
 import { createTopupHandler, TOPUP_PATH } from '../../payments/topup/handler.ts';
+import { generateReceiptKey, ReceiptSigner } from '../../payments/receipts.ts';
 
 export const TEST_SECRET = 'test-secret-key-of-at-least-32-bytes-0123456789';
 
@@ -34,7 +35,7 @@ export async function startTopupApp(processor: PaymentProcessor): Promise<TopupA
   };
   const app = new Koa();
   const router = new Router();
-  router.post(TOPUP_PATH, createTopupHandler({ ledger, processor, realm: 'lds.test', secretKey: TEST_SECRET, logger }));
+  router.post(TOPUP_PATH, createTopupHandler({ ledger, processor, realm: 'lds.test', secretKey: TEST_SECRET, logger, receipts: ReceiptSigner.fromJwks([generateReceiptKey()]) }));
   app.use(bodyParser());
   app.use(router.routes());
   const server: Server = await new Promise((resolve) => {

@@ -14,12 +14,36 @@
 import { mkdir, access } from 'node:fs/promises';
 import { Level } from 'level';
 import { GroupCommitter, KeyedMutex, type BatchOp } from './commit.ts';
-import { ACCOUNT, K, PREFIX, statementLine, txnOf, type BalanceRecord, type ClaimRecord, type DrawRecord, type EntryRecord, type StatementRecord, type TopupRecord } from '../records.ts';
+import {
+  ACCOUNT,
+  K,
+  PREFIX,
+  correctionCredits,
+  correctionEntries,
+  correctionStatementLine,
+  seqKey,
+  statementLine,
+  txnOf,
+  type BalanceRecord,
+  type ClaimRecord,
+  type CorrectionRecord,
+  type DrawRecord,
+  type EntryRecord,
+  type StatementRecord,
+  type TokenRecord,
+  type TopupRecord,
+} from '../records.ts';
 import {
   LedgerNotEmptyError,
   LedgerUnavailableError,
+  checkCorrectionInput,
   checkCreditInput,
   checkDebitInput,
+  correctionFingerprint,
+  type CorrectionInput,
+  type CorrectionResult,
+  type TokenChangeResult,
+  type TokenResolution,
   newId,
   statementLimit,
   type BalanceInfo,
@@ -91,6 +115,8 @@ export class LevelLedger implements Ledger {
   private readonly pendingByPayment = new Map<string, Pending<TopupRecord>>();
   /** Challenges being charged right now, with the time their claim lapses (this process is the only writer). */
   private readonly challengeClaims = new Map<string, number>();
+  /** Token records read so far (null: none, the token is a balance's own). This process is the only writer. */
+  private readonly tokens = new Map<string, TokenRecord | null>();
   private seq: number;
   private closed = false;
 
@@ -291,15 +317,181 @@ export class LevelLedger implements Ledger {
     return { cents: rec.cents, currency: rec.currency, createdAt: rec.created_at };
   }
 
-  async statement(tokenHash: string, limit?: number): Promise<StatementEntry[]> {
+  async statement(tokenHash: string, limit?: number, beforeSeq?: number): Promise<StatementEntry[]> {
     this.assertUsable();
     if (!isTokenHash(tokenHash)) return [];
     await this.committer.flush();
     const n = statementLimit(limit);
     const out: StatementEntry[] = [];
     const prefix = `${PREFIX.statement}${tokenHash}:`;
-    for await (const value of this.db.values({ gt: prefix, lt: `${prefix}~`, reverse: true, limit: n })) out.push(toStatementEntry(value as StatementRecord));
+    const lt = beforeSeq !== undefined ? `${prefix}${seqKey(Math.max(0, beforeSeq))}` : `${prefix}~`;
+    for await (const [key, value] of this.db.iterator({ gt: prefix, lt, reverse: true, limit: n })) out.push(toStatementEntry(value as StatementRecord, Number(key.slice(prefix.length))));
     return out;
+  }
+
+  // ---------------------------------------------------------------- tokens
+
+  async resolveToken(tokenHash: string): Promise<TokenResolution> {
+    this.assertUsable();
+    const t = await this.loadToken(tokenHash);
+    if (!t) return { kind: 'balance', balance: tokenHash };
+    return t.revoked_at ? { kind: 'revoked' } : { kind: 'balance', balance: t.balance };
+  }
+
+  async rotateToken(oldHash: string, newHash: string): Promise<TokenChangeResult> {
+    return this.changeToken(oldHash, 'rotated', newHash);
+  }
+
+  async revokeToken(tokenHash: string): Promise<TokenChangeResult> {
+    return this.changeToken(tokenHash, 'revoked');
+  }
+
+  /** Under the token's lock: mark it revoked and (rotation) add the new token, in one batch. */
+  private async changeToken(hash: string, why: 'rotated' | 'revoked', newHash?: string): Promise<TokenChangeResult> {
+    this.assertUsable();
+    if (!isTokenHash(hash) || (newHash !== undefined && !isTokenHash(newHash))) return { kind: 'unknown' };
+    const commit: { durable?: Promise<void> } = {};
+    const result = await this.locks.run(`k:${hash}`, async (): Promise<TokenChangeResult> => {
+      const prior = await this.loadToken(hash);
+      if (prior?.revoked_at) return { kind: 'revoked' };
+      const balance = prior ? prior.balance : hash;
+      if (!(await this.db.get(K.balance(balance)))) return { kind: 'unknown' };
+      this.assertUsable();
+      const at = new Date().toISOString();
+      const revoked: TokenRecord = { token_hash: hash, balance, created_at: prior?.created_at ?? at, revoked_at: at, revoked_reason: why };
+      const ops: BatchOp[] = [put(K.token(hash), revoked)];
+      if (newHash) ops.push(put(K.token(newHash), { token_hash: newHash, balance, created_at: at } satisfies TokenRecord));
+      this.tokens.set(hash, revoked);
+      if (newHash) this.tokens.set(newHash, { token_hash: newHash, balance, created_at: at });
+      commit.durable = this.committer.enqueue(ops);
+      return { kind: 'ok', balance };
+    });
+    if (commit.durable) await commit.durable;
+    return result;
+  }
+
+  /** Token records are few (one per rotation or revocation): kept in memory once read. */
+  private async loadToken(hash: string): Promise<TokenRecord | null> {
+    if (!isTokenHash(hash)) return null;
+    const cached = this.tokens.get(hash);
+    if (cached !== undefined) return cached;
+    const rec = ((await this.db.get(K.token(hash))) as TokenRecord | undefined) ?? null;
+    if (this.tokens.size > 100_000) this.tokens.clear();
+    this.tokens.set(hash, rec);
+    return rec;
+  }
+
+  // ---------------------------------------------------------------- corrections
+
+  async findDraw(drawId: string): Promise<DrawRecord | null> {
+    this.assertUsable();
+    await this.committer.flush();
+    return ((await this.db.get(K.draw(drawId))) as DrawRecord | undefined) ?? null;
+  }
+
+  async findTopup(topupId: string): Promise<TopupRecord | null> {
+    this.assertUsable();
+    await this.committer.flush();
+    return ((await this.db.get(K.topup(topupId))) as TopupRecord | undefined) ?? null;
+  }
+
+  async correct(input: CorrectionInput): Promise<CorrectionResult> {
+    this.assertUsable();
+    checkCorrectionInput(input);
+    const fp = correctionFingerprint(input);
+    const commit: { durable?: Promise<void> } = {};
+    // Lock order: idempotency key, then the refunded record, then the balance.
+    const result = await this.locks.run(`i:${input.idempotencyKey}`, async (): Promise<CorrectionResult> => {
+      const replay = await this.priorCorrection(input.idempotencyKey, fp);
+      if (replay) return replay;
+      const target = input.drawId ? `d:${input.drawId}` : input.topupId ? `t:${input.topupId}` : `-`;
+      return this.locks.run(target, async (): Promise<CorrectionResult> => {
+        let hash: string;
+        let counter: { total: number; processor?: string } | null = null;
+        if (input.kind === 'refund') {
+          const d = await this.findDraw(input.drawId!);
+          if (!d) return { kind: 'not_found', what: 'draw' };
+          hash = d.token_hash;
+          counter = { total: d.amount_cents };
+        } else if (input.kind === 'topup_refund') {
+          const t = await this.findTopup(input.topupId!);
+          if (!t) return { kind: 'not_found', what: 'topup' };
+          hash = t.token_hash;
+          counter = { total: t.amount_cents, processor: t.processor };
+        } else hash = input.balance!;
+        if (!isTokenHash(hash)) return { kind: 'not_found', what: 'balance' };
+        // What earlier corrections already refunded of this record (durable: flushed by findDraw/findTopup).
+        const refunded = counter ? await this.refundedOf(input.drawId ? { draw_id: input.drawId } : { topup_id: input.topupId! }) : 0;
+        return this.locks.run(`b:${hash}`, async (): Promise<CorrectionResult> => {
+          const bal = await this.loadBalance(hash);
+          if (!bal) return { kind: 'not_found', what: 'balance' };
+          let amount = input.amountCents ?? 0;
+          if (input.kind === 'refund') {
+            const available = counter!.total - refunded;
+            amount = input.amountCents ?? available;
+            if (amount <= 0 || amount > available) return { kind: 'exceeds', availableCents: Math.max(0, available) };
+          } else if (input.kind === 'topup_refund') {
+            const available = counter!.total - refunded;
+            if (input.amountCents !== undefined && input.amountCents > available) return { kind: 'exceeds', availableCents: Math.max(0, available) };
+            amount = Math.min(input.amountCents ?? available, available, bal.cents); // never below zero: only the unspent remainder
+            if (amount <= 0) return { kind: 'nothing_to_refund' };
+          } else if (input.kind === 'debit' && amount > bal.cents) return { kind: 'insufficient', balanceCents: bal.cents };
+          this.assertUsable();
+          const after = correctionCredits(input.kind) ? bal.cents + amount : bal.cents - amount;
+          if (!Number.isSafeInteger(after) || after < 0) return { kind: 'insufficient', balanceCents: bal.cents };
+          const first = ++this.seq;
+          const second = ++this.seq;
+          const c: CorrectionRecord = {
+            correction_id: newId('cor'),
+            kind: input.kind,
+            idempotency_key: input.idempotencyKey,
+            request_sha256: fp,
+            token_hash: hash,
+            amount_cents: amount,
+            currency: bal.currency,
+            reason: input.reason,
+            balance_after_cents: after,
+            at: new Date().toISOString(),
+            ...(input.drawId && input.kind === 'refund' ? { draw_id: input.drawId } : {}),
+            ...(input.topupId && input.kind === 'topup_refund' ? { topup_id: input.topupId, processor: counter!.processor } : {}),
+          };
+          const entries = correctionEntries(c, first, second);
+          const balanceSeq = entries.find((e) => e.account === ACCOUNT.balance(hash))!.seq;
+          const newBal: BalanceRecord = { ...bal, cents: after, last_seq: second };
+          const ops: BatchOp[] = [
+            put(K.correction(c.correction_id), c),
+            put(K.idempotency(c.idempotency_key), { correction_id: c.correction_id }),
+            ...entries.map((e) => put(K.entry(e.seq), e)),
+            put(K.balance(hash), newBal),
+            put(K.statement(hash, balanceSeq), correctionStatementLine(c)),
+          ];
+          commit.durable = this.committer.enqueue(ops);
+          this.balances.set(hash, newBal);
+          return { kind: 'ok', correction: c };
+        });
+      });
+    });
+    if (commit.durable) await commit.durable;
+    return result;
+  }
+
+  private async priorCorrection(key: string, fp: string): Promise<CorrectionResult | null> {
+    await this.committer.flush();
+    const claim = (await this.db.get(K.idempotency(key))) as { correction_id?: string } | undefined;
+    if (!claim?.correction_id) return null;
+    const c = (await this.db.get(K.correction(claim.correction_id))) as CorrectionRecord | undefined;
+    if (!c) throw new Error(`ledger corrupt: idempotency key names missing correction ${claim.correction_id}`);
+    return c.request_sha256 === fp ? { kind: 'replay', correction: c } : { kind: 'key_reused', correction: c };
+  }
+
+  /** Sum of the corrections that refunded this draw or top-up (operator commands are rare: a scan is fine). */
+  private async refundedOf(of: { draw_id?: string; topup_id?: string }): Promise<number> {
+    let sum = 0;
+    for await (const v of this.db.values({ gte: PREFIX.correction, lt: 'x;' })) {
+      const c = v as CorrectionRecord;
+      if ((of.draw_id && c.draw_id === of.draw_id) || (of.topup_id && c.topup_id === of.topup_id)) sum += c.amount_cents;
+    }
+    return sum;
   }
 
   /** One iterator over the whole database is one LevelDB snapshot; queued changes are flushed first. */
@@ -327,6 +519,7 @@ export class LevelLedger implements Ledger {
     await flush();
     this.seq = await lastSeqOf(this.db);
     this.balances.clear();
+    this.tokens.clear();
   }
 
   async close(): Promise<void> {

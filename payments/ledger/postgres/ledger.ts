@@ -16,12 +16,32 @@
 // and the pool reconnects by itself when the database returns.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { ACCOUNT, K, txnOf, type BalanceRecord, type DrawRecord, type EntryRecord, type StatementRecord, type TopupRecord } from '../records.ts';
+import {
+  ACCOUNT,
+  K,
+  correctionCredits,
+  correctionEntries,
+  correctionStatementLine,
+  txnOf,
+  type BalanceRecord,
+  type CorrectionRecord,
+  type DrawRecord,
+  type EntryRecord,
+  type StatementRecord,
+  type TokenRecord,
+  type TopupRecord,
+} from '../records.ts';
 import {
   LedgerNotEmptyError,
   LedgerUnavailableError,
+  checkCorrectionInput,
   checkCreditInput,
   checkDebitInput,
+  correctionFingerprint,
+  type CorrectionInput,
+  type CorrectionResult,
+  type TokenChangeResult,
+  type TokenResolution,
   newId,
   statementLimit,
   type BalanceInfo,
@@ -257,10 +277,162 @@ export class PgLedger implements Ledger {
     return b ? { cents: b.cents, currency: b.currency, createdAt: b.created_at } : null;
   }
 
-  async statement(tokenHash: string, limit?: number): Promise<StatementEntry[]> {
+  async statement(tokenHash: string, limit?: number, beforeSeq?: number): Promise<StatementEntry[]> {
     if (!isTokenHash(tokenHash)) return [];
-    const r = await this.query('SELECT * FROM lds_statement WHERE token_hash = $1 ORDER BY seq DESC LIMIT $2', [tokenHash, statementLimit(limit)]);
-    return r.rows.map((row) => toStatementEntry(statementOf(row)));
+    const r =
+      beforeSeq === undefined
+        ? await this.query('SELECT * FROM lds_statement WHERE token_hash = $1 ORDER BY seq DESC LIMIT $2', [tokenHash, statementLimit(limit)])
+        : await this.query('SELECT * FROM lds_statement WHERE token_hash = $1 AND seq < $3 ORDER BY seq DESC LIMIT $2', [tokenHash, statementLimit(limit), beforeSeq]);
+    return r.rows.map((row) => toStatementEntry(statementOf(row), int(row.seq)));
+  }
+
+  // ---------------------------------------------------------------- tokens
+
+  async resolveToken(tokenHash: string): Promise<TokenResolution> {
+    if (!isTokenHash(tokenHash)) return { kind: 'balance', balance: tokenHash };
+    const r = await this.query('SELECT balance, revoked_at FROM lds_tokens WHERE token_hash = $1', [tokenHash]);
+    if (!r.rows[0]) return { kind: 'balance', balance: tokenHash };
+    return r.rows[0].revoked_at != null ? { kind: 'revoked' } : { kind: 'balance', balance: r.rows[0].balance as string };
+  }
+
+  async rotateToken(oldHash: string, newHash: string): Promise<TokenChangeResult> {
+    return this.changeToken(oldHash, 'rotated', newHash);
+  }
+
+  async revokeToken(tokenHash: string): Promise<TokenChangeResult> {
+    return this.changeToken(tokenHash, 'revoked');
+  }
+
+  /** One transaction: the token's row locked (or its insert racing on the primary key), revoked, the new one added. */
+  private async changeToken(hash: string, why: 'rotated' | 'revoked', newHash?: string): Promise<TokenChangeResult> {
+    this.assertOpen();
+    if (!isTokenHash(hash) || (newHash !== undefined && !isTokenHash(newHash))) return { kind: 'unknown' };
+    return this.transaction(async (c) => {
+      const at = new Date().toISOString();
+      const row = (await c.query('SELECT * FROM lds_tokens WHERE token_hash = $1 FOR UPDATE', [hash])).rows[0];
+      if (row?.revoked_at != null) return { kind: 'revoked' } as const;
+      const balance = row ? (row.balance as string) : hash;
+      if (!(await c.query('SELECT 1 FROM lds_balances WHERE token_hash = $1', [balance])).rows.length) return { kind: 'unknown' } as const;
+      if (row) await c.query('UPDATE lds_tokens SET revoked_at = $2, revoked_reason = $3 WHERE token_hash = $1', [hash, at, why]);
+      else await c.query('INSERT INTO lds_tokens (token_hash, balance, created_at, revoked_at, revoked_reason) VALUES ($1, $2, $3, $3, $4)', [hash, balance, at, why]);
+      if (newHash) await c.query('INSERT INTO lds_tokens (token_hash, balance, created_at) VALUES ($1, $2, $3)', [newHash, balance, at]);
+      return { kind: 'ok', balance } as const;
+    });
+  }
+
+  // ---------------------------------------------------------------- corrections
+
+  async findDraw(drawId: string): Promise<DrawRecord | null> {
+    const r = await this.query('SELECT * FROM lds_draws WHERE draw_id = $1', [drawId]);
+    return r.rows[0] ? drawOf(r.rows[0]) : null;
+  }
+
+  async findTopup(topupId: string): Promise<TopupRecord | null> {
+    const r = await this.query('SELECT * FROM lds_topups WHERE topup_id = $1', [topupId]);
+    return r.rows[0] ? topupOf(r.rows[0]) : null;
+  }
+
+  /**
+   * One transaction: the refunded draw or top-up row is locked (so refunds of one record add up
+   * across instances), then the balance row; the idempotency key's UNIQUE constraint makes a
+   * concurrent duplicate fail and retry into a replay.
+   */
+  async correct(input: CorrectionInput): Promise<CorrectionResult> {
+    this.assertOpen();
+    checkCorrectionInput(input);
+    const fp = correctionFingerprint(input);
+    return this.transaction(async (c): Promise<CorrectionResult> => {
+      const prior = (await c.query('SELECT * FROM lds_corrections WHERE idempotency_key = $1', [input.idempotencyKey])).rows[0];
+      if (prior) {
+        const rec = correctionOf(prior);
+        return rec.request_sha256 === fp ? { kind: 'replay', correction: rec } : { kind: 'key_reused', correction: rec };
+      }
+      let hash: string;
+      let total = 0;
+      let processor: string | undefined;
+      if (input.kind === 'refund') {
+        const d = (await c.query('SELECT * FROM lds_draws WHERE draw_id = $1 FOR UPDATE', [input.drawId])).rows[0];
+        if (!d) return { kind: 'not_found', what: 'draw' };
+        hash = d.token_hash as string;
+        total = int(d.amount_cents);
+      } else if (input.kind === 'topup_refund') {
+        const t = (await c.query('SELECT * FROM lds_topups WHERE topup_id = $1 FOR UPDATE', [input.topupId])).rows[0];
+        if (!t) return { kind: 'not_found', what: 'topup' };
+        hash = t.token_hash as string;
+        total = int(t.amount_cents);
+        processor = t.processor as string;
+      } else hash = input.balance!;
+      if (!isTokenHash(hash)) return { kind: 'not_found', what: 'balance' };
+      const refunded =
+        input.kind === 'refund' || input.kind === 'topup_refund'
+          ? int((await c.query(`SELECT COALESCE(SUM(amount_cents), 0) AS s FROM lds_corrections WHERE ${input.kind === 'refund' ? 'draw_id' : 'topup_id'} = $1`, [input.drawId ?? input.topupId])).rows[0].s)
+          : 0;
+      const b = (await c.query('SELECT * FROM lds_balances WHERE token_hash = $1 FOR UPDATE', [hash])).rows[0];
+      if (!b) return { kind: 'not_found', what: 'balance' };
+      const bal = balanceOf(b);
+      let amount = input.amountCents ?? 0;
+      const available = total - refunded;
+      if (input.kind === 'refund') {
+        amount = input.amountCents ?? available;
+        if (amount <= 0 || amount > available) return { kind: 'exceeds', availableCents: Math.max(0, available) };
+      } else if (input.kind === 'topup_refund') {
+        if (input.amountCents !== undefined && input.amountCents > available) return { kind: 'exceeds', availableCents: Math.max(0, available) };
+        amount = Math.min(input.amountCents ?? available, available, bal.cents);
+        if (amount <= 0) return { kind: 'nothing_to_refund' };
+      } else if (input.kind === 'debit' && amount > bal.cents) return { kind: 'insufficient', balanceCents: bal.cents };
+      const after = correctionCredits(input.kind) ? bal.cents + amount : bal.cents - amount;
+      if (!Number.isSafeInteger(after) || after < 0) return { kind: 'insufficient', balanceCents: bal.cents };
+      const seqs = (await c.query(`SELECT nextval('lds_entry_seq') AS a, nextval('lds_entry_seq') AS b`)).rows[0];
+      const rec: CorrectionRecord = {
+        correction_id: newId('cor'),
+        kind: input.kind,
+        idempotency_key: input.idempotencyKey,
+        request_sha256: fp,
+        token_hash: hash,
+        amount_cents: amount,
+        currency: bal.currency,
+        reason: input.reason,
+        balance_after_cents: after,
+        at: new Date().toISOString(),
+        ...(input.kind === 'refund' ? { draw_id: input.drawId } : {}),
+        ...(input.kind === 'topup_refund' ? { topup_id: input.topupId, processor } : {}),
+      };
+      const entries = correctionEntries(rec, int(seqs.a), int(seqs.b));
+      const balanceSeq = entries.find((e) => e.account === ACCOUNT.balance(hash))!.seq;
+      const line = correctionStatementLine(rec);
+      await c.query(`INSERT INTO lds_corrections (${COLUMNS.lds_corrections}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, correctionRow(rec));
+      await c.query('UPDATE lds_balances SET cents = $2 WHERE token_hash = $1', [hash, after]);
+      for (const e of entries) await c.query('INSERT INTO lds_entries (seq, txn, account, cents, currency, at) VALUES ($1, $2, $3, $4, $5, $6)', [e.seq, e.txn, e.account, e.cents, e.currency, e.at]);
+      await c.query(`INSERT INTO lds_statement (${COLUMNS.lds_statement}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, statementRow(hash, balanceSeq, line));
+      return { kind: 'ok', correction: rec };
+    });
+  }
+
+  /**
+   * Runs `fn` in one READ COMMITTED transaction; a unique violation (a concurrent duplicate),
+   * serialization failure or deadlock rolls it back and runs it again, so the retry reads what won.
+   */
+  private async transaction<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.connect();
+      try {
+        await client.query('BEGIN');
+        const out = await fn(client);
+        await client.query('COMMIT');
+        return out;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        const code = sqlState(err);
+        if ((code === '23505' || code === '40001' || code === '40P01') && attempt < MAX_ATTEMPTS) {
+          this.stats.retries++;
+          await new Promise((r) => setTimeout(r, Math.random() * Math.min(200, 5 * 2 ** attempt)));
+          continue;
+        }
+        throw unavailableOr(err);
+      } finally {
+        client.release();
+      }
+    }
   }
 
   /** One REPEATABLE READ, read-only transaction: every table read at the same instant, while instances serve. */
@@ -515,9 +687,47 @@ function entryOf(r: Row): EntryRecord {
   return { seq: int(r.seq), txn: r.txn as string, account: r.account as string, cents: int(r.cents), currency: r.currency as string, at: r.at as string };
 }
 
+function correctionOf(r: Row): CorrectionRecord {
+  return {
+    correction_id: r.correction_id as string,
+    kind: r.kind as CorrectionRecord['kind'],
+    idempotency_key: r.idempotency_key as string,
+    request_sha256: r.request_sha256 as string,
+    token_hash: r.token_hash as string,
+    amount_cents: int(r.amount_cents),
+    currency: r.currency as string,
+    reason: r.reason as string,
+    balance_after_cents: int(r.balance_after_cents),
+    at: r.at as string,
+    ...(r.draw_id != null ? { draw_id: r.draw_id as string } : {}),
+    ...(r.topup_id != null ? { topup_id: r.topup_id as string } : {}),
+    ...(r.processor != null ? { processor: r.processor as string } : {}),
+  };
+}
+
+function correctionRow(v: CorrectionRecord | Record<string, unknown>): unknown[] {
+  const c = v as Record<string, unknown>;
+  return [c.correction_id, c.kind, c.idempotency_key, c.request_sha256, c.token_hash, c.amount_cents, c.currency, c.reason, c.balance_after_cents, c.at, c.draw_id ?? null, c.topup_id ?? null, c.processor ?? null];
+}
+
+function tokenOf(r: Row): TokenRecord {
+  return {
+    token_hash: r.token_hash as string,
+    balance: r.balance as string,
+    created_at: r.created_at as string,
+    ...(r.revoked_at != null ? { revoked_at: r.revoked_at as string } : {}),
+    ...(r.revoked_reason != null ? { revoked_reason: r.revoked_reason as 'rotated' | 'revoked' } : {}),
+  };
+}
+
+function statementRow(hash: string, seq: number, v: StatementRecord | Record<string, unknown>): unknown[] {
+  const s = v as Record<string, unknown>;
+  return [hash, seq, s.kind, s.id, s.amount_cents, s.currency, s.balance_after_cents, s.at, s.quote_id ?? null, s.product_id ?? null, s.reason ?? null, s.draw_id ?? null, s.topup_id ?? null];
+}
+
 function statementOf(r: Row): StatementRecord {
   return {
-    kind: r.kind as 'topup' | 'draw',
+    kind: r.kind as StatementRecord['kind'],
     id: r.id as string,
     amount_cents: int(r.amount_cents),
     currency: r.currency as string,
@@ -525,6 +735,9 @@ function statementOf(r: Row): StatementRecord {
     at: r.at as string,
     ...(r.quote_id != null ? { quote_id: r.quote_id as string } : {}),
     ...(r.product_id != null ? { product_id: r.product_id as string } : {}),
+    ...(r.reason != null ? { reason: r.reason as string } : {}),
+    ...(r.draw_id != null ? { draw_id: r.draw_id as string } : {}),
+    ...(r.topup_id != null ? { topup_id: r.topup_id as string } : {}),
   };
 }
 
@@ -558,12 +771,18 @@ async function* snapshotRecords(client: pg.PoolClient): AsyncGenerator<[string, 
     yield [K.quote(d.quote_id), { draw_id: d.draw_id, token_hash: d.token_hash }];
   }
   for await (const r of pages(client, 'lds_entries', ['seq'])) yield [K.entry(int(r.seq)), entryOf(r)];
+  for await (const r of pages(client, 'lds_tokens', ['token_hash'])) yield [K.token(r.token_hash as string), tokenOf(r)];
   for await (const r of pages(client, 'lds_statement', ['token_hash', 'seq'])) yield [K.statement(r.token_hash as string, int(r.seq)), statementOf(r)];
   for await (const r of pages(client, 'lds_topups', ['topup_id'])) {
     const t = topupOf(r);
     yield [K.topup(t.topup_id), t];
     yield [K.challenge(t.challenge_id), { topup_id: t.topup_id }];
     yield [K.payment(t.processor, t.payment_ref), { topup_id: t.topup_id }];
+  }
+  for await (const r of pages(client, 'lds_corrections', ['correction_id'])) {
+    const c = correctionOf(r);
+    yield [K.correction(c.correction_id), c];
+    yield [K.idempotency(c.idempotency_key), { correction_id: c.correction_id }];
   }
 }
 
@@ -589,7 +808,11 @@ class ImportBatches {
           this.maxSeq = Math.max(this.maxSeq, v.seq as number);
           return ['lds_entries', [v.seq, v.txn, v.account, v.cents, v.currency, v.at]];
         case 's:':
-          return ['lds_statement', [key.slice(2, key.lastIndexOf(':')), Number(key.slice(key.lastIndexOf(':') + 1)), v.kind, v.id, v.amount_cents, v.currency, v.balance_after_cents, v.at, v.quote_id ?? null, v.product_id ?? null]];
+          return ['lds_statement', statementRow(key.slice(2, key.lastIndexOf(':')), Number(key.slice(key.lastIndexOf(':') + 1)), v)];
+        case 'x:':
+          return ['lds_corrections', correctionRow(v)];
+        case 'k:':
+          return ['lds_tokens', [v.token_hash, v.balance, v.created_at, v.revoked_at ?? null, v.revoked_reason ?? null]];
         default:
           return null; // claims: the UNIQUE constraints of the rows above
       }
@@ -602,7 +825,7 @@ class ImportBatches {
   }
 
   async flush(): Promise<void> {
-    for (const table of ['lds_balances', 'lds_draws', 'lds_topups', 'lds_entries', 'lds_statement']) {
+    for (const table of ['lds_balances', 'lds_draws', 'lds_topups', 'lds_corrections', 'lds_tokens', 'lds_entries', 'lds_statement']) {
       const list = this.rows.get(table);
       if (!list?.length) continue;
       const width = list[0].length;
@@ -619,5 +842,7 @@ const COLUMNS: Record<string, string> = {
   lds_draws: 'draw_id, quote_id, token_hash, amount_cents, currency, product_id, balance_after_cents, at, draw',
   lds_topups: 'topup_id, token_hash, amount_cents, currency, processor, challenge_id, payment_ref, created_balance, balance_after_cents, at, credential_sha256',
   lds_entries: 'seq, txn, account, cents, currency, at',
-  lds_statement: 'token_hash, seq, kind, id, amount_cents, currency, balance_after_cents, at, quote_id, product_id',
+  lds_statement: 'token_hash, seq, kind, id, amount_cents, currency, balance_after_cents, at, quote_id, product_id, reason, draw_id, topup_id',
+  lds_corrections: 'correction_id, kind, idempotency_key, request_sha256, token_hash, amount_cents, currency, reason, balance_after_cents, at, draw_id, topup_id, processor',
+  lds_tokens: 'token_hash, balance, created_at, revoked_at, revoked_reason',
 };

@@ -6,6 +6,7 @@
 //   - lds_topups.challenge_id UNIQUE        an MPP challenge is credited at most once
 //   - lds_topups (processor, payment_ref)   a processor payment is credited at most once
 //   - lds_balances.cents CHECK (>= 0)       a balance can never go negative, whatever the SQL above it
+//   - lds_corrections.idempotency_key UNIQUE  an operator's refund or adjustment applies at most once
 //
 // Portability (PostgreSQL-wire distributed databases such as CockroachDB and YugabyteDB): plain
 // tables, a SEQUENCE, data-modifying CTEs, ON CONFLICT, row-value comparison. PostgreSQL-specific
@@ -86,6 +87,37 @@ export const MIGRATIONS: Migration[] = [
         holder TEXT NOT NULL,
         expires_at BIGINT NOT NULL
       )`,
+    ],
+  },
+  {
+    version: 2,
+    name: 'operator corrections (refunds, adjustments) with idempotency keys; rotated and revoked balance tokens; statement reasons',
+    statements: [
+      `CREATE TABLE lds_corrections (
+        correction_id ${KEY} PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('refund', 'credit', 'debit', 'topup_refund')),
+        idempotency_key ${KEY} CONSTRAINT lds_correction_key_once UNIQUE,
+        request_sha256 TEXT NOT NULL,
+        token_hash ${KEY} REFERENCES lds_balances (token_hash),
+        amount_cents BIGINT NOT NULL CHECK (amount_cents > 0),
+        currency TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        balance_after_cents BIGINT NOT NULL CHECK (balance_after_cents >= 0),
+        at TEXT NOT NULL,
+        draw_id TEXT COLLATE "C" REFERENCES lds_draws (draw_id),
+        topup_id TEXT COLLATE "C" REFERENCES lds_topups (topup_id),
+        processor TEXT
+      )`,
+      `CREATE INDEX lds_corrections_draw ON lds_corrections (draw_id) WHERE draw_id IS NOT NULL`,
+      `CREATE INDEX lds_corrections_topup ON lds_corrections (topup_id) WHERE topup_id IS NOT NULL`,
+      `CREATE TABLE lds_tokens (
+        token_hash ${KEY} PRIMARY KEY,
+        balance ${KEY} REFERENCES lds_balances (token_hash),
+        created_at TEXT NOT NULL,
+        revoked_at TEXT,
+        revoked_reason TEXT CHECK (revoked_reason IN ('rotated', 'revoked'))
+      )`,
+      `ALTER TABLE lds_statement ADD COLUMN reason TEXT, ADD COLUMN draw_id TEXT, ADD COLUMN topup_id TEXT`,
     ],
   },
 ];

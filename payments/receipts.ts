@@ -1,0 +1,134 @@
+// Signed receipts. Every paid draw and every top-up answer carries a receipt; its member
+// `signature` is
+//   { "alg": "EdDSA", "kid": "<RFC 7638 JWK thumbprint>", "value": base64url(Ed25519 signature) }
+// over the RFC 8785 canonical JSON of the receipt WITHOUT its `signature` member. A buyer verifies
+// one with nothing but the service's JWKS (GET /.well-known/jwks.json): pick the key whose `kid`
+// matches, canonicalize the receipt minus `signature`, check the Ed25519 signature (any JOSE or
+// Ed25519 library; `lds receipt verify FILE` does it offline).
+//
+// Ed25519 (RFC 8032) is deterministic, and the receipt is built only from stored ledger data, so
+// a replay of the same draw or top-up returns the very same receipt, byte for byte, as long as the
+// signing key is the same; after a rotation a replay is signed by the new key (still verifiable).
+//
+// Keys (LDS_RECEIPT_KEYS, or the file LDS_RECEIPT_KEYS_FILE): a JSON array of Ed25519 JWKs
+// (kty OKP, crv Ed25519). The FIRST one signs and must hold its private part `d`; the others are
+// retired keys, published (public part only) so receipts they signed keep verifying. Rotate by
+// putting a new key first and keeping the old one after it for as long as its receipts matter.
+// A local start generates one key under var/secrets/receipt-keys.json; production must supply them.
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, createHash, type KeyObject } from 'node:crypto';
+import canonicalizeModule from 'canonicalize';
+
+const canonicalize = canonicalizeModule as unknown as (v: unknown) => string | undefined;
+
+export interface PublicJwk {
+  kty: 'OKP';
+  crv: 'Ed25519';
+  x: string;
+  kid: string;
+  alg: 'EdDSA';
+  use: 'sig';
+}
+
+export interface Jwks {
+  keys: PublicJwk[];
+}
+
+export interface ReceiptSignature {
+  alg: 'EdDSA';
+  kid: string;
+  value: string;
+}
+
+export type Signed<T> = T & { signature: ReceiptSignature };
+
+export class ReceiptKeyError extends Error {}
+
+/** RFC 7638 thumbprint of an OKP key: SHA-256 of {"crv","kty","x"} in that (lexicographic) order, base64url. */
+export function jwkThumbprint(jwk: { crv: string; kty: string; x: string }): string {
+  const text = JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x });
+  return createHash('sha256').update(text, 'utf8').digest('base64url');
+}
+
+/** The RFC 8785 canonical JSON of a receipt without its `signature` member: the bytes that are signed. */
+export function signedBytes(receipt: Record<string, unknown>): Buffer {
+  const { signature: _omit, ...rest } = receipt;
+  const text = canonicalize(rest);
+  if (text === undefined) throw new TypeError('receipt is not JSON');
+  return Buffer.from(text, 'utf8');
+}
+
+/** A new Ed25519 key as a private JWK (what a local start writes, and `lds receipt keygen` prints). */
+export function generateReceiptKey(): Record<string, string> {
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const jwk = privateKey.export({ format: 'jwk' }) as Record<string, string>;
+  return { kty: 'OKP', crv: 'Ed25519', x: jwk.x, d: jwk.d };
+}
+
+export class ReceiptSigner {
+  readonly kid: string;
+  readonly jwks: Jwks;
+  private readonly key: KeyObject;
+
+  private constructor(key: KeyObject, kid: string, jwks: Jwks) {
+    this.key = key;
+    this.kid = kid;
+    this.jwks = jwks;
+  }
+
+  /** From the configured JWK array: the first signs, all are published (public parts only). */
+  static fromJwks(list: unknown): ReceiptSigner {
+    if (!Array.isArray(list) || list.length === 0) throw new ReceiptKeyError('receipt keys must be a non-empty JSON array of Ed25519 JWKs (the first one signs)');
+    const keys: PublicJwk[] = [];
+    list.forEach((k, i) => {
+      const j = k as Record<string, unknown>;
+      if (!j || j.kty !== 'OKP' || j.crv !== 'Ed25519' || typeof j.x !== 'string' || !/^[A-Za-z0-9_-]{43}$/.test(j.x)) throw new ReceiptKeyError(`receipt key ${i} is not an Ed25519 JWK (kty OKP, crv Ed25519, x)`);
+      const kid = jwkThumbprint({ crv: 'Ed25519', kty: 'OKP', x: j.x });
+      if (keys.some((p) => p.kid === kid)) throw new ReceiptKeyError(`receipt key ${i} is listed twice`);
+      keys.push({ kty: 'OKP', crv: 'Ed25519', x: j.x, kid, alg: 'EdDSA', use: 'sig' });
+    });
+    const first = list[0] as Record<string, string>;
+    if (typeof first.d !== 'string') throw new ReceiptKeyError('the first receipt key signs and must include its private part "d"');
+    let key: KeyObject;
+    try {
+      key = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', x: first.x, d: first.d }, format: 'jwk' });
+    } catch (err) {
+      throw new ReceiptKeyError(`the first receipt key cannot be loaded: ${(err as Error).message}`);
+    }
+    // The private part must belong to the public part that is published.
+    const x = (createPublicKey(key).export({ format: 'jwk' }) as { x: string }).x;
+    if (x !== first.x) throw new ReceiptKeyError('the first receipt key: "d" does not match "x"');
+    return new ReceiptSigner(key, keys[0].kid, { keys });
+  }
+
+  /** The receipt with its `signature` member (any existing one is replaced). */
+  sign<T extends Record<string, unknown>>(receipt: T): Signed<Omit<T, 'signature'>> {
+    const { signature: _old, ...body } = receipt;
+    const value = sign(null, signedBytes(body), this.key).toString('base64url');
+    return { ...body, signature: { alg: 'EdDSA', kid: this.kid, value } } as Signed<Omit<T, 'signature'>>;
+  }
+}
+
+export type VerifyResult = { ok: true; kid: string } | { ok: false; reason: string };
+
+/** Checks a receipt against a JWKS: the key named by `kid`, Ed25519 over the canonical JSON without `signature`. */
+export function verifyReceipt(receipt: unknown, jwks: unknown): VerifyResult {
+  if (!receipt || typeof receipt !== 'object' || Array.isArray(receipt)) return { ok: false, reason: 'the receipt is not a JSON object' };
+  const sig = (receipt as { signature?: Partial<ReceiptSignature> }).signature;
+  if (!sig || typeof sig !== 'object') return { ok: false, reason: 'the receipt has no signature member' };
+  if (sig.alg !== 'EdDSA') return { ok: false, reason: `unsupported signature alg ${JSON.stringify(sig.alg)}` };
+  if (typeof sig.kid !== 'string' || typeof sig.value !== 'string') return { ok: false, reason: 'the signature has no kid or value' };
+  const keys = (jwks as { keys?: unknown })?.keys;
+  if (!Array.isArray(keys)) return { ok: false, reason: 'the JWKS has no keys array' };
+  const jwk = keys.find((k) => k && (k as { kid?: string }).kid === sig.kid) as Record<string, string> | undefined;
+  if (!jwk) return { ok: false, reason: `no key with kid ${sig.kid} in the JWKS` };
+  if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string') return { ok: false, reason: `key ${sig.kid} is not an Ed25519 key` };
+  if (jwkThumbprint({ crv: jwk.crv, kty: jwk.kty, x: jwk.x }) !== sig.kid) return { ok: false, reason: `key ${sig.kid}: its kid is not its RFC 7638 thumbprint` };
+  let ok = false;
+  try {
+    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, format: 'jwk' });
+    ok = verify(null, signedBytes(receipt as Record<string, unknown>), key, Buffer.from(sig.value, 'base64url'));
+  } catch {
+    ok = false;
+  }
+  return ok ? { ok: true, kid: sig.kid } : { ok: false, reason: 'the signature does not match the receipt (altered, or signed by another key)' };
+}
