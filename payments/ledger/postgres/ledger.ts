@@ -106,18 +106,7 @@ export class PgLedger implements Ledger {
     for (let attempt = 0; ; attempt++) {
       let claimed = false;
       try {
-        const r = await this.query<{ balance_after_cents: string }>(DEBIT_SQL, [
-          tokenHash,
-          drawId,
-          input.amountCents,
-          input.currency,
-          input.quoteId,
-          input.productId ?? null,
-          at,
-          JSON.stringify(input.draw ?? null),
-          txnOf.draw(drawId),
-          ACCOUNT.balance(tokenHash),
-        ]);
+        const r = await this.query<{ balance_after_cents: string }>(DEBIT_SQL, debitParams(tokenHash, drawId, input, at));
         if (r.rows.length === 1) {
           const after = int(r.rows[0].balance_after_cents);
           const draw: DrawRecord = {
@@ -343,8 +332,13 @@ export class PgLedger implements Ledger {
 
 // ---- SQL of the two state changes (see the file comment) ----
 // $1 token hash, $2 draw id, $3 amount, $4 currency, $5 quote id, $6 product id, $7 at, $8 draw JSON,
-// $9 txn, $10 balance account
-const DEBIT_SQL = `
+// $9 txn, $10 balance account. Exported with its parameters for bench/service.ts, whose raw loop
+// issues exactly this statement straight from the Node client (the ceiling of a paid draw).
+export function debitParams(tokenHash: string, drawId: string, input: DebitDrawInput, at: string): unknown[] {
+  return [tokenHash, drawId, input.amountCents, input.currency, input.quoteId, input.productId ?? null, at, JSON.stringify(input.draw ?? null), txnOf.draw(drawId), ACCOUNT.balance(tokenHash)];
+}
+
+export const DEBIT_SQL = `
 WITH bal AS (
   UPDATE lds_balances SET cents = cents - $3::bigint
   WHERE token_hash = $1 AND currency = $4 AND cents >= $3::bigint
