@@ -7,9 +7,11 @@
 // (generator/emit/compress.ts). A request whose Accept-Encoding takes one of them gets those bytes
 // with Content-Encoding; every answer of a path that has variants says `Vary: Accept-Encoding`.
 // Each representation has its own strong ETag (RFC 9110 8.8.3: a different content coding is a
-// different representation): the listed tag for the file itself, the same tag with `-br` or `-gz`
-// inside the quotes for the variants. If-None-Match naming any of them answers 304 (they are all
-// the same version of the document), with the tag of the representation this request would get.
+// different representation): the listed tag for the file itself, and the same tag with the coding
+// appended inside the quotes for the variants ("catalogue-…" -> "catalogue-…gzip", "catalogue-…br"),
+// which is exactly what the generated nginx include sends (`"<tag>$sent_http_content_encoding"`).
+// If-None-Match naming any of them answers 304 (they are all the same version of the document),
+// with the tag of the representation this request would get.
 import { readFile } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import type { Middleware } from 'koa';
@@ -79,9 +81,9 @@ async function readIfPresent(path: string): Promise<Buffer | undefined> {
   }
 }
 
-/** `"v"` -> `"v-br"` (and W/"v" -> W/"v-br"): the tag of an encoded representation. */
-export function variantTag(etag: string, suffix: string): string {
-  return etag.endsWith('"') ? `${etag.slice(0, -1)}-${suffix}"` : `${etag}-${suffix}`;
+/** `"v"` -> `"vgzip"` (W/"v" -> W/"vgzip"): the tag of the representation in that content coding. */
+export function variantTag(etag: string, coding: 'br' | 'gzip'): string {
+  return etag.endsWith('"') ? `${etag.slice(0, -1)}${coding}"` : `${etag}${coding}`;
 }
 
 function representation(encoding: Encoding, listed: [string, string][], body: Buffer, etag: string | undefined, vary: boolean): Representation {
@@ -120,7 +122,7 @@ export async function loadStaticSite(distDir: string): Promise<StaticSite> {
       etags: etag ? [etag] : [],
     };
     if (file.br) entry.br = representation('br', headers, file.br, etag && variantTag(etag, 'br'), true);
-    if (file.gz) entry.gzip = representation('gzip', headers, file.gz, etag && variantTag(etag, 'gz'), true);
+    if (file.gz) entry.gzip = representation('gzip', headers, file.gz, etag && variantTag(etag, 'gzip'), true);
     for (const r of [entry.br, entry.gzip]) if (r?.etag) entry.etags.push(r.etag);
     entries.set(urlPath, entry);
   }
