@@ -13,9 +13,8 @@ import { StoreDrawService } from './draw/store-service.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { openLedger } from './ledger/open.ts';
 import { createRequestValidator } from './http/openapi-validate.ts';
-import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/index.ts';
 import { loadStaticSite } from './http/static.ts';
-import { createTopupHandler } from './topup/handler.ts';
+import { isLazy, lazyMiddleware } from './http/lazy.ts';
 
 /** Never log these, wherever they appear in a log object. */
 export const REDACT_PATHS = [
@@ -83,7 +82,6 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const basePath = new URL(catalogue.base_url).pathname.replace(/\/$/, '');
   const validator = createRequestValidator(site.json(`${basePath}/specification`));
 
-  const processor = config.processor === 'sandbox' ? createSandboxProcessor({ env }) : stripeProcessorFromEnv(env);
   const store = await (opts.openStore ?? defaultOpenStore)(config.storeRoot);
   let ledger: Ledger;
   try {
@@ -112,7 +110,12 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     logger,
     ...(opts.now ? { now: opts.now } : {}),
   });
-  const topup = createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger });
+  // Loaded after the server listens (lazy.ts): mppx, viem and the Stripe SDK cost start-up time.
+  const topup = lazyMiddleware(async () => {
+    const [{ createSandboxProcessor, stripeProcessorFromEnv }, { createTopupHandler }] = await Promise.all([import('./processors/index.ts'), import('./topup/handler.ts')]);
+    const processor = config.processor === 'sandbox' ? createSandboxProcessor({ env }) : stripeProcessorFromEnv(env);
+    return createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger });
+  });
   const { app } = createApp({
     service,
     site,
@@ -148,11 +151,16 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
-  logger.info({ url, processor: processor.name, catalogue: catalogue.version, store: store.meta.store_version, ledger: `${ledger.backend} ${ledger.location}` }, 'listening');
+  // Everything deferred at start (request schemas, top-up, agent endpoints) loads now, in the background.
+  const warming = Promise.all([validator.warm(), topup.warm(), ...app.middleware.filter(isLazy).map((m) => m.warm())]).catch((err) => {
+    logger.error({ err }, 'loading a deferred part failed; the requests that need it will retry and report it');
+  });
+  logger.info({ url, processor: config.processor, catalogue: catalogue.version, store: store.meta.store_version, ledger: `${ledger.backend} ${ledger.location}` }, 'listening');
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      await warming; // never close the ledger under a module still setting up
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const grace = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.shutdownGraceMs).unref());
@@ -194,10 +202,12 @@ export async function serveFromCli(config: ServiceConfig): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-/** The MCP and A2A adapters (payments/agents/), loaded on demand: tests may start the API without them. */
+/**
+ * The MCP and A2A adapters (payments/agents/), loaded after the server listens (their SDKs and zod
+ * are a large part of start-up): tests may start the API without them, or pass mountAgents itself.
+ */
 async function agentMounts(): Promise<Mount[]> {
-  const { mountAgents } = await import('./agents/mount.ts');
-  return [mountAgents];
+  return [(m) => m.app.use(lazyMiddleware(async () => (await import('./agents/mount.ts')).agentMiddleware(m)))];
 }
 
 export { loadConfig };
