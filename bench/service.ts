@@ -32,7 +32,7 @@ import pg from 'pg';
 import { build } from '../generator/build.ts';
 import { localAddresses } from '../generator/addresses.ts';
 import { payTopup } from '../payments/topup/client.ts';
-import { DEBIT_SQL, debitParams } from '../payments/ledger/postgres/ledger.ts';
+import { DEBIT_SQL, DEBIT_STATEMENT, debitParams } from '../payments/ledger/postgres/ledger.ts';
 import { startEmbeddedPostgres, type PgServer } from '../test/helpers/pg.ts';
 
 // autocannon ships no types (and @types/autocannon is not a dependency): the slice used here.
@@ -98,7 +98,7 @@ async function threadCpu(procs: ChildProcess[]): Promise<Map<string, number>> {
     const tasks = await readdir(`/proc/${p.pid}/task`).catch(() => [] as string[]);
     for (const t of tasks) {
       try {
-        const comm = (await readFile(`/proc/${p.pid}/task/${t}/comm`, 'utf8')).trim();
+        const comm = t === String(p.pid) ? 'main' : (await readFile(`/proc/${p.pid}/task/${t}/comm`, 'utf8')).trim();
         const stat = await readFile(`/proc/${p.pid}/task/${t}/stat`, 'utf8');
         const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         out.set(comm, (out.get(comm) ?? 0) + ((Number(f[11]) + Number(f[12])) * 1000) / 100);
@@ -290,7 +290,7 @@ function rawPgRunner(pool: pg.Pool, hashes: string[], draw: unknown): Runner {
           const i = n++;
           const drawId = `drw_${randomBytes(16).toString('base64url')}`;
           const t = performance.now();
-          const r = await pool.query(DEBIT_SQL, debitParams(hashes[i % hashes.length], drawId, { quoteId: `q_raw_${randomBytes(16).toString('base64url')}`, amountCents: 10, currency: 'EUR', productId: PRODUCT, draw }, new Date().toISOString()));
+          const r = await pool.query({ name: DEBIT_STATEMENT, text: DEBIT_SQL, values: debitParams(hashes[i % hashes.length], drawId, { quoteId: `q_raw_${randomBytes(16).toString('base64url')}`, amountCents: 10, currency: 'EUR', productId: PRODUCT, draw }, new Date().toISOString()) });
           lat.push(performance.now() - t);
           if (r.rows.length !== 1) failed++;
         }

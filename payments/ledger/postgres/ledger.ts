@@ -106,7 +106,7 @@ export class PgLedger implements Ledger {
     for (let attempt = 0; ; attempt++) {
       let claimed = false;
       try {
-        const r = await this.query<{ balance_after_cents: string }>(DEBIT_SQL, debitParams(tokenHash, drawId, input, at));
+        const r = await this.query<{ balance_after_cents: string }>(DEBIT_SQL, debitParams(tokenHash, drawId, input, at), DEBIT_STATEMENT);
         if (r.rows.length === 1) {
           const after = int(r.rows[0].balance_after_cents);
           const draw: DrawRecord = {
@@ -306,11 +306,11 @@ export class PgLedger implements Ledger {
   }
 
   /** One statement with the retry rule: rolled-back conflicts are retried, an unreachable database is a 503. */
-  private async query<R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
+  private async query<R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, params: unknown[], name?: string): Promise<pg.QueryResult<R>> {
     this.assertOpen();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.pool.query<R>(sql, params);
+        return await (name ? this.pool.query<R>({ name, text: sql, values: params }) : this.pool.query<R>(sql, params));
       } catch (err) {
         const code = sqlState(err);
         if ((code === '40001' || code === '40P01') && attempt < MAX_ATTEMPTS) {
@@ -337,6 +337,13 @@ export class PgLedger implements Ledger {
 export function debitParams(tokenHash: string, drawId: string, input: DebitDrawInput, at: string): unknown[] {
   return [tokenHash, drawId, input.amountCents, input.currency, input.quoteId, input.productId ?? null, at, JSON.stringify(input.draw ?? null), txnOf.draw(drawId), ACCOUNT.balance(tokenHash)];
 }
+
+/**
+ * The debit is a named prepared statement: each pooled connection parses and plans it once, then
+ * sends only its parameters (measured on the benchmark: the 1.4 KB statement was parsed and planned
+ * by PostgreSQL on every paid draw, on the cores the service shares with it).
+ */
+export const DEBIT_STATEMENT = 'lds_debit_draw_v1';
 
 export const DEBIT_SQL = `
 WITH bal AS (
