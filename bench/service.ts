@@ -232,6 +232,7 @@ const cannonRunner = (t: Target): Runner => (s) => runOnce(t, s);
 
 /** A and B interleaved: warm-up of each, then A, B, B, A for half the run length each. */
 async function pair(a: { name: string; run: Runner; servers: boolean }, b: { name: string; run: Runner; servers: boolean }): Promise<[Figures, Figures]> {
+  console.error(`${new Date().toISOString().slice(11, 19)} ${a.name}  vs  ${b.name}`);
   if (WARMUP > 0) {
     await a.run(WARMUP);
     await b.run(WARMUP);
@@ -392,6 +393,9 @@ async function startupTimes(env: Record<string, string>): Promise<Figures[]> {
 }
 
 async function main() {
+  // Keeps the process alive while it waits on the children: a wait that can never end then shows
+  // as a hang (and the timeout in progress lines) instead of a silent exit with code 13.
+  const alive = setInterval(() => {}, 60_000);
   const root = await mkdtemp(join(tmpdir(), 'lds-bench-'));
   const children: ChildProcess[] = [];
   let pgServer: PgServer | null = null;
@@ -463,7 +467,7 @@ async function main() {
       return makeQuotes(quoter.base, drawBody, Math.ceil(perSecond * seconds));
     };
     if (ONLY.has('level')) {
-      const quotes = await paidQuotes(5000, SECONDS + WARMUP);
+      const quotes = await paidQuotes(4000, SECONDS + WARMUP);
       const rawDb = new Level<string, unknown>(join(root, 'raw-level'), { valueEncoding: 'json' });
       await rawDb.open();
       const [paid, raw] = await pair(
@@ -496,7 +500,7 @@ async function main() {
       try {
         const a = await startService('pg-a', { LDS_LEDGER_URL: ledgerUrl });
         const pgTokens = await balances(a.base, 8);
-        const quotes = await paidQuotes(3000, 2 * (SECONDS + WARMUP));
+        const quotes = await paidQuotes(2000, 2 * (SECONDS + WARMUP));
         const pool = new pg.Pool({ connectionString: ledgerUrl, max: PG_POOL });
         // A real draw record and the balances' hashes, for the raw loop.
         await fetch(`${a.base}/lds/draw`, { method: 'POST', headers: { ...json, authorization: `Bearer ${pgTokens[0]}` }, body: JSON.stringify({ product_id: PRODUCT, units, quote_id: quotes.pop() }) });
@@ -541,6 +545,7 @@ async function main() {
     for (const p of children) await stopChild(p);
     if (pgServer) await pgServer.stop();
     await rm(root, { recursive: true, force: true });
+    clearInterval(alive);
   }
 }
 

@@ -110,7 +110,10 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     logger,
     ...(opts.now ? { now: opts.now } : {}),
   });
-  // Loaded after the server listens (lazy.ts): mppx, viem and the Stripe SDK cost start-up time.
+  // Loaded after the server listens (lazy.ts): mppx, viem and the Stripe SDK are most of start-up
+  // (measured: ~4 s -> ~0.8 s to "serving" on the loaded benchmark machine). Top-ups that arrive
+  // meanwhile wait for it and are then answered together: each still gets its own challenge
+  // (topup/handler.ts nextExpiry).
   const topup = lazyMiddleware(async () => {
     const [{ createSandboxProcessor, stripeProcessorFromEnv }, { createTopupHandler }] = await Promise.all([import('./processors/index.ts'), import('./topup/handler.ts')]);
     const processor = config.processor === 'sandbox' ? createSandboxProcessor({ env }) : stripeProcessorFromEnv(env);

@@ -1,6 +1,6 @@
 // A middleware whose module is loaded on first use: the top-up (mppx, viem and its curve tables, the
 // Stripe SDK) and the agent endpoints (the MCP and A2A SDKs, zod) are most of what a start would
-// otherwise load and set up before serving (measured: ~40 % of start-up). startServer calls
+// otherwise load and set up before serving. startServer calls
 // `warm()` on every such middleware right after the server listens, so they load in the background
 // and the first request that needs one waits only for whatever is still loading.
 import type { Middleware } from 'koa';
