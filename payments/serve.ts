@@ -13,7 +13,7 @@ import { StoreDrawService } from './draw/store-service.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { openLedger } from './ledger/open.ts';
 import { createRequestValidator } from './http/openapi-validate.ts';
-import { loadStaticSite } from './http/static.ts';
+import { loadStaticSite, staticFastPath } from './http/static.ts';
 import { isLazy, lazyMiddleware } from './http/lazy.ts';
 
 /** Never log these, wherever they appear in a log object. */
@@ -130,7 +130,12 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     ...(opts.mount ? { mount: opts.mount } : {}),
   });
 
-  const server = createServer(app.callback());
+  // Published documents are answered before Koa (static.ts staticFastPath); everything else is Koa's.
+  const koa = app.callback();
+  const fast = staticFastPath(site, logger.isLevelEnabled('info') ? (method, path, status, ms) => logger.info({ method, path, status, ms }, 'request') : undefined);
+  const server = createServer((req, res) => {
+    if (!fast(req, res)) void koa(req, res);
+  });
   // Track requests in flight so a drain can wait for them and then cut idle keep-alive sockets.
   const active = new Map<Socket, number>();
   server.on('request', (req, res) => {
