@@ -435,7 +435,10 @@ async function main() {
       const sizeNote = sizes.map((s) => `${s.encoding} ${s.bytes.toLocaleString('en')} B`).join(', ');
       const [hw, cat] = await pair(helloRow, { name: `GET /v1/lds/_catalog, no Accept-Encoding (${sizes[0].bytes.toLocaleString('en')} B body)`, run: cannonRunner({ name: '', opts: [{ url: catUrl }], expect: 200, servers: [svc.proc] }), servers: true });
       const [hw2, catBr] = await pair(helloRow, { name: `GET /v1/lds/_catalog, Accept-Encoding: br, gzip (${sizes[2].bytes.toLocaleString('en')} B body, ${sizes[2].encoding})`, run: cannonRunner({ name: '', opts: [{ url: catUrl, headers: { 'accept-encoding': 'br, gzip' } }], expect: 200, servers: [svc.proc] }), servers: true });
-      results.push(hw, cat, hw2, catBr);
+      const etag = (await fetch(catUrl, { headers: { 'accept-encoding': 'br' } })).headers.get('etag') ?? '';
+      const [hw3, cat304] = await pair(helloRow, { name: 'GET /v1/lds/_catalog, If-None-Match: its br ETag (304, no body)', run: cannonRunner({ name: '', opts: [{ url: catUrl, headers: { 'accept-encoding': 'br, gzip', 'if-none-match': etag } }], expect: 304, servers: [svc.proc] }), servers: true });
+      results.push(hw, cat, hw2, catBr, hw3, cat304);
+      ratio('catalogue revalidation (304) / hello-world', cat304, hw3, 'what a cached client costs');
       ratio('catalogue GET (identity) / hello-world', cat, hw, 'goal >= 0.90');
       ratio('catalogue GET (br) / hello-world', catBr, hw2, 'goal >= 0.90');
       ratios.push(`catalogue body bytes: ${sizeNote}`);
