@@ -69,9 +69,11 @@ program
 // to that shell; Debian's sh (dash) neither execs the last command of `-c` nor passes the signal
 // on: it just dies, npm exits, and the server is orphaned and keeps answering. The tsx CLI made it
 // worse: it runs the program in a second Node process behind a signal relay of its own. So the npm
-// scripts are `exec node --import tsx cli.ts …`: `exec` replaces the shell, `--import tsx` compiles
-// in this same process, and npm's one child is the server. Keep the `exec` when the script changes
-// (e.g. `exec node build/cli.js serve`); test/service-stop.test.ts checks it through `npm start`.
+// scripts `exec` node: `npm start` is `node scripts/ensure-build.mjs && exec node build/cli.js serve`
+// (compiled JavaScript; the check exits before the server starts) and `npm run dev` is
+// `exec node --import tsx cli.ts serve` (tsx compiles in this same process): `exec` replaces the
+// shell and npm's one child is the server. Keep the `exec` when a script changes;
+// test/service-stop.test.ts checks it through `npm start`.
 program
   .command('serve')
   .description('serve dist/, the draw and balance API, MCP and A2A (builds first when dist/ or the store is missing)')

@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { buildCatalogue } from './catalog.ts';
 import { EMITTERS } from './emit/index.ts';
 import { emitHostingConfig } from './emit/headers.ts';
+import { compressedVariants } from './emit/compress.ts';
 import type { EmitContext, OutputFile } from './emit/types.ts';
 import { localServiceAddresses, resolveAddresses } from './addresses.ts';
 import { loadCatalogSrc } from './load.ts';
@@ -83,6 +84,8 @@ async function writeTree(dir: string, files: OutputFile[]): Promise<void> {
     const target = join(dir, f.path);
     await mkdir(dirname(target), { recursive: true });
     await writeFile(target, f.body);
+    // Beside each published document: its .br and .gz, sent as they are by the service and nginx.
+    for (const v of compressedVariants(f)) await writeFile(join(dir, v.path), v.body);
   }
 }
 

@@ -17,8 +17,8 @@ import type { FaultHooks } from './faults.ts';
 import { openLedger } from './ledger/open.ts';
 import { createRequestValidator } from './http/openapi-validate.ts';
 import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/index.ts';
-import { loadStaticSite } from './http/static.ts';
-import { createTopupHandler } from './topup/handler.ts';
+import { loadStaticSite, staticFastPath } from './http/static.ts';
+import { isLazy, lazyMiddleware } from './http/lazy.ts';
 import { Problem, rawProblemResponse } from './problem.ts';
 import { ReceiptSigner } from './receipts.ts';
 
@@ -173,7 +173,13 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
   };
   metrics.watchReadiness(async () => (await readiness()).ready);
-  const topup = createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger, receipts, ...(opts.now ? { now: opts.now } : {}) });
+  // Loaded after the server listens (lazy.ts): mppx and viem are a large part of start-up. Top-ups
+  // that arrive meanwhile wait for it and are then answered together: each still gets its own
+  // challenge (topup/handler.ts nextExpiry).
+  const topup = lazyMiddleware(async () => {
+    const { createTopupHandler } = await import('./topup/handler.ts');
+    return createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger, receipts, ...(opts.now ? { now: opts.now } : {}) });
+  });
   const { app } = createApp({
     service,
     site,
@@ -190,6 +196,14 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     ...(opts.mount ? { mount: opts.mount } : {}),
   });
 
+  // Published documents are answered before Koa (static.ts staticFastPath), counted and logged
+  // like every request; everything else is Koa's.
+  const koa = app.callback();
+  const logRequests = logger.isLevelEnabled('info');
+  const fast = staticFastPath(site, (method, path, status, ms) => {
+    metrics.request(method, 'static', status, ms / 1000);
+    if (logRequests) logger.info({ method, path, status, ms }, 'request');
+  });
   // requireHostHeader: false - a request without Host reaches the app, which answers it with a
   // problem (app.ts) instead of Node's bare 400. The timeouts bound slow and truncated requests;
   // the check runs every second so the 408 comes promptly (Node's default interval is 30 s).
@@ -200,7 +214,9 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
       requestTimeout: config.requestTimeoutMs,
       connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
     },
-    app.callback(),
+    (req, res) => {
+      if (!fast(req, res)) void koa(req, res);
+    },
   );
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
   // Track requests in flight so a drain can wait for them and then cut idle keep-alive sockets.
@@ -224,13 +240,18 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
-  logger.info({ url, processor: processor.name, catalogue: catalogue.version, store: store.meta.store_version, ledger: `${ledger.backend} ${ledger.location}` }, 'listening');
+  // Everything deferred at start (request schemas, top-up, agent endpoints) loads now, in the background.
+  const warming = Promise.all([validator.warm(), topup.warm(), ...app.middleware.filter(isLazy).map((m) => m.warm())]).catch((err) => {
+    logger.error({ err }, 'loading a deferred part failed; the requests that need it will retry and report it');
+  });
+  logger.info({ url, processor: config.processor, catalogue: catalogue.version, store: store.meta.store_version, ledger: `${ledger.backend} ${ledger.location}` }, 'listening');
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       draining = true;
       metrics.setReady(false);
+      await warming; // never close the ledger under a module still setting up
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const grace = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.shutdownGraceMs).unref());
@@ -365,10 +386,12 @@ export async function serveFromCli(config: ServiceConfig, extra: Pick<StartOptio
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-/** The MCP and A2A adapters (payments/agents/), loaded on demand: tests may start the API without them. */
+/**
+ * The MCP and A2A adapters (payments/agents/), loaded after the server listens (their SDKs and zod
+ * are a large part of start-up): tests may start the API without them, or pass mountAgents itself.
+ */
 async function agentMounts(): Promise<Mount[]> {
-  const { mountAgents } = await import('./agents/mount.ts');
-  return [mountAgents];
+  return [(m) => m.app.use(lazyMiddleware(async () => (await import('./agents/mount.ts')).agentMiddleware(m)))];
 }
 
 export { loadConfig };

@@ -1,7 +1,11 @@
 // dist/ served by the real nginx with the generated include: every path listed in dist/_headers
 // answers 200 with exactly the headers listed there (content type, strong ETag = catalogue version,
 // cache rule, ...), the file's bytes, and 304 to If-None-Match; the hosting files are not served.
+// A client that accepts gzip gets the build's precompressed .gz as it is (gzip_static), with
+// Content-Encoding, Vary and the gzip representation's own strong ETag.
 import * as assert from 'uvu/assert';
+import { request } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { buildAndServe, failLoudly, parseHeadersFile, type HeaderRule, type HostedDist } from './helpers/nginx.ts';
@@ -53,7 +57,7 @@ test('the build is versioned and _headers lists every published file', async () 
   assert.match(version, /^catalogue-[0-9a-f]{12}$/);
   assert.is(version, hosted.build.version);
   const listed = new Set(rules.map((r) => r.path));
-  const published = (await listFiles(hosted.distDir)).filter((f) => f !== '_headers' && !f.startsWith('_nginx/'));
+  const published = (await listFiles(hosted.distDir)).filter((f) => f !== '_headers' && !f.startsWith('_nginx/') && !/\.(gz|br)$/.test(f));
   assert.ok(published.length > 0);
   for (const f of published) assert.ok(listed.has(`/${f}`), `_headers does not list /${f}`);
   // and every listed path has a content type, a strong ETag and a cache rule
@@ -66,8 +70,9 @@ test('the build is versioned and _headers lists every published file', async () 
 
 test('every published path answers 200 with exactly its listed headers and the file bytes', async () => {
   for (const r of rules) {
-    const res = await fetch(hosted.nginx.origin + r.path);
+    const res = await fetch(hosted.nginx.origin + r.path, { headers: { 'Accept-Encoding': 'identity' } });
     const body = Buffer.from(await res.arrayBuffer());
+    assert.is(res.headers.get('content-encoding'), null, `${r.path}: identity asked, identity sent`);
     assert.is(res.status, 200, `${r.path}: status`);
     assert.is(res.headers.get('content-type'), header(r, 'Content-Type'), `${r.path}: Content-Type`);
     assert.is(res.headers.get('etag'), `"${version}"`, `${r.path}: ETag`);
@@ -92,6 +97,53 @@ test('If-None-Match with the catalogue version answers 304; another tag answers 
     await stale.arrayBuffer();
     assert.is(stale.status, 200, `${r.path}: status with a stale If-None-Match`);
   }
+});
+
+/** One GET without decoding: status, headers and the raw body bytes. */
+function rawGet(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    request(url, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+test('the build writes .gz and .br beside the documents; nginx sends the .gz to a gzip client (gzip_static)', async () => {
+  const catalogue = rules.find((r) => r.path === '/v1/lds/_catalog')!;
+  const file = await readFile(await fileFor(catalogue.path));
+  const gz = await readFile(`${await fileFor(catalogue.path)}.gz`);
+  const br = await readFile(`${await fileFor(catalogue.path)}.br`);
+  assert.ok(gz.length < file.length / 4 && br.length < gz.length, `catalogue ${file.length} B, .gz ${gz.length} B, .br ${br.length} B`);
+  assert.ok(gunzipSync(gz).equals(file), 'the .gz is the file');
+  let compressed = 0;
+  for (const r of rules) {
+    const path = await fileFor(r.path);
+    const hasGz = await stat(`${path}.gz`).then(() => true, () => false);
+    const res = await rawGet(hosted.nginx.origin + r.path, { 'Accept-Encoding': 'gzip' });
+    assert.is(res.status, 200, `${r.path}: status`);
+    if (!hasGz) {
+      assert.is(res.headers['content-encoding'], undefined, `${r.path}: no variant, sent as it is`);
+      assert.is(res.headers.etag, `"${version}"`, `${r.path}: ETag`);
+      continue;
+    }
+    compressed++;
+    assert.is(res.headers['content-encoding'], 'gzip', `${r.path}: Content-Encoding`);
+    assert.match(String(res.headers.vary), /Accept-Encoding/i, `${r.path}: Vary`);
+    assert.is(res.headers.etag, `"${version}gzip"`, `${r.path}: the gzip representation's own strong ETag`);
+    assert.is(res.headers['content-type'], header(r, 'Content-Type'), `${r.path}: Content-Type`);
+    assert.ok(res.body.equals(await readFile(`${path}.gz`)), `${r.path}: the precompressed bytes, as they are`);
+    // its tag revalidates too
+    const again = await rawGet(hosted.nginx.origin + r.path, { 'Accept-Encoding': 'gzip', 'If-None-Match': `"${version}gzip"` });
+    assert.is(again.status, 304, `${r.path}: 304 for the gzip tag`);
+  }
+  assert.ok(compressed >= 10, `documents with a .gz: ${compressed}`);
+  // the variants are not published at URLs of their own
+  const direct = await rawGet(`${hosted.nginx.origin}/v1/lds/_catalog.gz`, {});
+  assert.is(direct.status, 404);
 });
 
 test('the hosting files are not served', async () => {

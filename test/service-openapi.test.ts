@@ -6,6 +6,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -106,13 +108,15 @@ test('every documented operation answers with a documented status and schema', a
 test('every published path is served with its _headers, and a matching If-None-Match is a 304', async () => {
   const listed = parseHeadersFile(readFileSync(join(fx.dist, '_headers'), 'utf8'));
   assert.ok(listed.size > 20);
+  const identity = { 'accept-encoding': 'identity' };
   for (const [path, headers] of listed) {
-    const res = await fetch(srv.url + path);
+    const res = await fetch(srv.url + path, { headers: identity });
     assert.is(res.status, 200, path);
     await res.arrayBuffer();
+    assert.is(res.headers.get('content-encoding'), null, path);
     for (const [k, v] of headers) assert.is(res.headers.get(k), v, `${path} ${k}`);
     const etag = headers.find(([k]) => k === 'ETag')![1];
-    const again = await fetch(srv.url + path, { headers: { 'if-none-match': etag } });
+    const again = await fetch(srv.url + path, { headers: { ...identity, 'if-none-match': etag } });
     assert.is(again.status, 304, path);
     assert.is(again.headers.get('etag'), etag);
     const stale = await fetch(srv.url + path, { headers: { 'if-none-match': '"catalogue-000000000000"' } });
@@ -122,6 +126,62 @@ test('every published path is served with its _headers, and a matching If-None-M
   // The hosting configuration itself is not published.
   assert.is((await fetch(`${srv.url}/_headers`)).status, 404);
   assert.is((await fetch(`${srv.url}/_nginx/lds.conf`)).status, 404);
+});
+
+/** One request without decoding: status, headers and the raw body bytes. */
+function rawRequest(url: string, headers: Record<string, string>, method = 'GET'): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    request(url, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+test('published documents: the br and gz variants of the build by Accept-Encoding, each with its own strong ETag, Vary, and 304', async () => {
+  const path = '/v1/lds/_catalog';
+  const file = readFileSync(join(fx.dist, 'v1/lds/_catalog'));
+  const version = JSON.parse(file.toString('utf8')).version as string;
+  const cases: [string, string | undefined, Buffer, string][] = [
+    ['br, gzip', 'br', readFileSync(join(fx.dist, 'v1/lds/_catalog.br')), `"${version}br"`],
+    ['gzip, deflate', 'gzip', readFileSync(join(fx.dist, 'v1/lds/_catalog.gz')), `"${version}gzip"`],
+    ['gzip;q=1, br;q=0.5', 'gzip', readFileSync(join(fx.dist, 'v1/lds/_catalog.gz')), `"${version}gzip"`],
+    ['br;q=0, gzip;q=0', undefined, file, `"${version}"`],
+    ['deflate', undefined, file, `"${version}"`],
+    ['*', 'br', readFileSync(join(fx.dist, 'v1/lds/_catalog.br')), `"${version}br"`],
+    ['', undefined, file, `"${version}"`],
+  ];
+  for (const [ae, encoding, bytes, etag] of cases) {
+    const res = await rawRequest(srv.url + path, ae ? { 'accept-encoding': ae } : {});
+    assert.is(res.status, 200, ae);
+    assert.is(res.headers['content-encoding'], encoding, `Accept-Encoding: ${ae}`);
+    assert.is(res.headers.etag, etag, `Accept-Encoding: ${ae}`);
+    assert.is(res.headers.vary, 'Accept-Encoding', `Accept-Encoding: ${ae}`);
+    assert.is(res.headers['content-type'], 'application/json; charset=utf-8');
+    assert.ok(res.body.equals(bytes), `Accept-Encoding: ${ae}: the build's bytes`);
+    assert.is(Number(res.headers['content-length']), bytes.length);
+    // HEAD: the same headers, no body
+    const head = await rawRequest(srv.url + path, ae ? { 'accept-encoding': ae } : {}, 'HEAD');
+    assert.is(head.headers.etag, etag);
+    assert.is(head.body.length, 0);
+  }
+  assert.ok(brotliDecompressSync(readFileSync(join(fx.dist, 'v1/lds/_catalog.br'))).equals(file));
+  assert.ok(gunzipSync(readFileSync(join(fx.dist, 'v1/lds/_catalog.gz'))).equals(file));
+  // Any representation's tag revalidates: 304 with the tag this request would get, no body.
+  for (const tag of [`"${version}"`, `"${version}br"`, `"${version}gzip"`]) {
+    const res = await rawRequest(srv.url + path, { 'accept-encoding': 'gzip', 'if-none-match': tag });
+    assert.is(res.status, 304, tag);
+    assert.is(res.headers.etag, `"${version}gzip"`);
+    assert.is(res.headers.vary, 'Accept-Encoding');
+    assert.is(res.body.length, 0);
+  }
+  const stale = await rawRequest(srv.url + path, { 'accept-encoding': 'br', 'if-none-match': '"catalogue-000000000000br"' });
+  assert.is(stale.status, 200);
+  // the variants are not published at URLs of their own
+  assert.is((await rawRequest(`${srv.url}${path}.gz`, {})).status, 404);
 });
 
 test.run();

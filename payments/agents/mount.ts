@@ -3,7 +3,8 @@
 // agent card's `url`. Both read the draw bounds from the published OpenAPI document, so their
 // input schemas are the HTTP API's.
 import type { AgentCard } from '@a2a-js/sdk';
-import type { Mount } from '../http/app.ts';
+import type { Middleware } from 'koa';
+import type { Mount, MountContext } from '../http/app.ts';
 import { createA2aMiddleware } from './a2a.ts';
 import { createMcpMiddleware } from './mcp.ts';
 import { createRequestValidator } from '../http/openapi-validate.ts';
@@ -16,10 +17,16 @@ export function mcpPath(mcpUrl: string): string {
   return p === '' ? '/mcp' : p;
 }
 
-export const mountAgents: Mount = (m) => {
+/** MCP, then A2A, as one middleware (serve.ts mounts it lazily, after the server listens). */
+export function agentMiddleware(m: MountContext): Middleware {
   const { bounds } = createRequestValidator(m.site.json(`${m.basePath}/specification`));
   const card = m.site.json(AGENT_CARD_URL_PATH) as AgentCard;
   const topupUrl = `${m.baseUrl}/lds/balance/topup`;
-  m.app.use(createMcpMiddleware(m.service, { path: mcpPath(m.mcpUrl), bounds, topupUrl, maxBodyBytes: bounds.maxBodyBytes }));
-  m.app.use(createA2aMiddleware(m.service, card, { bounds, maxBodyBytes: bounds.maxBodyBytes }));
+  const mcp = createMcpMiddleware(m.service, { path: mcpPath(m.mcpUrl), bounds, topupUrl, maxBodyBytes: bounds.maxBodyBytes });
+  const a2a = createA2aMiddleware(m.service, card, { bounds, maxBodyBytes: bounds.maxBodyBytes });
+  return (ctx, next) => mcp(ctx, () => a2a(ctx, next));
+}
+
+export const mountAgents: Mount = (m) => {
+  m.app.use(agentMiddleware(m));
 };

@@ -11,7 +11,7 @@ import Koa, { type Context, type Middleware } from 'koa';
 import Router from '@koa/router';
 import type { Logger } from 'pino';
 import type { DrawRequest, DrawService } from '../draw/service.ts';
-import { paidDrawJson, quoteJson, type QuoteBody, type StoreDrawService } from '../draw/store-service.ts';
+import { paidDrawBody, quoteJson, type QuoteBody, type StoreDrawService } from '../draw/store-service.ts';
 import { readJsonBody } from './body.ts';
 import { rateLimitMiddleware } from './ratelimit.ts';
 import { OPS_PATHS, opsMiddleware, type OpsOptions } from './ops.ts';
@@ -202,7 +202,7 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
         ctx.status = 200;
         ctx.set('Cache-Control', 'no-store');
         ctx.set('Content-Type', JSON_CONTENT_TYPE);
-        ctx.body = paidDrawJson(paid);
+        ctx.body = paidDrawBody(paid); // the bytes of JSON.stringify(paid); Content-Type as set above
       } catch (err) {
         // An expired quote answers with a fresh one: same headers as any quote.
         const fresh = err instanceof Problem ? (err.extra.quote as QuoteBody | undefined) : undefined;

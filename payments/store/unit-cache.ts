@@ -14,6 +14,20 @@ export interface CachedUnit {
   canonical: string;
   /** JSON.stringify(unit): the unit as it appears in a paid draw's answer (see paidDrawJson). */
   json: string;
+  /**
+   * UTF-8 of `canonical` and of `json`, made on first use by a paid draw (unitBytes): hashing and
+   * sending a 40 KB draw from per-unit bytes skips joining the strings and encoding them again on
+   * every draw (measured: ~260 µs -> ~100 µs for the hash of 10 units).
+   */
+  canonicalBytes?: Buffer;
+  jsonBytes?: Buffer;
+}
+
+/** The UTF-8 bytes of a cached unit's canonical JSON and answer JSON (made once, then kept with it). */
+export function unitBytes(u: CachedUnit): { canonical: Buffer; json: Buffer } {
+  const canonical = (u.canonicalBytes ??= Buffer.from(u.canonical, 'utf8'));
+  const json = (u.jsonBytes ??= u.json === u.canonical ? canonical : Buffer.from(u.json, 'utf8'));
+  return { canonical, json };
 }
 
 /** A map entry with the tick at which it last moved to the young end. */

@@ -189,7 +189,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
           await answerAgain(ctx, prior, target, ctx.get(credentialHeader), verified?.expires);
           return;
         }
-        const handle = server.charge({ amount: formatCents(cents), description: `Prepaid balance top-up ${formatCents(cents)} ${TOPUP_CURRENCY}`, expires: new Date(Date.now() + ttlMinutes * 60_000) });
+        const handle = server.charge({ amount: formatCents(cents), description: `Prepaid balance top-up ${formatCents(cents)} ${TOPUP_CURRENCY}`, expires: nextExpiry(ttlMinutes * 60_000) });
         const { value: result, observation } = await observed.observe(() => handle(toFetchRequest(ctx, credentialHeader)));
 
         if (result.status === 200) {
@@ -461,4 +461,17 @@ function respondError(ctx: Context, e: unknown, logger?: LoggerLike): void {
 
 function short(challengeId: string): string {
   return challengeId.slice(0, 12);
+}
+
+/**
+ * The expiry of a new challenge, strictly later than every one this process issued before. The
+ * challenge id is an HMAC over the request and its expiry (to the millisecond), so two identical
+ * top-up requests answered in the same millisecond would otherwise get the same challenge, and the
+ * second buyer's credential would be refused as "in progress" or "already credited" (seen when
+ * requests queued during start-up were answered together).
+ */
+let lastExpiryMs = 0;
+function nextExpiry(ttlMs: number): Date {
+  lastExpiryMs = Math.max(Date.now() + ttlMs, lastExpiryMs + 1);
+  return new Date(lastExpiryMs);
 }

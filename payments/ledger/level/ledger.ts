@@ -161,13 +161,17 @@ export class LevelLedger implements Ledger {
 
     // Set inside the locked section; awaited after the locks are released (see the file comment).
     const commit: { durable?: Promise<void> } = {};
-    // Lock order: claim keys before balance keys, everywhere.
-    const result = await this.locks.run(`q:${input.quoteId}`, () =>
-      this.locks.run(`b:${tokenHash}`, async (): Promise<DebitDrawResult> => {
-        const prior = await this.findDrawByQuote(input.quoteId);
-        if (prior) {
-          return hashesEqual(prior.token_hash, tokenHash) ? { kind: 'replay', draw: prior } : { kind: 'other_balance' };
-        }
+    // Lock order: claim keys before balance keys, everywhere. The claim is looked up under the
+    // quote's lock only: every debit of this quote holds that lock, so nobody can claim it between
+    // the look-up and the enqueue below, and the balance's lock - which every draw on this balance
+    // waits for - is not held across a database read (the look-up of a fresh quote is a LevelDB
+    // get on the thread pool; under the balance lock it capped draws per balance at 1/get latency).
+    const result = await this.locks.run(`q:${input.quoteId}`, async (): Promise<DebitDrawResult> => {
+      const prior = await this.findDrawByQuote(input.quoteId);
+      if (prior) {
+        return hashesEqual(prior.token_hash, tokenHash) ? { kind: 'replay', draw: prior } : { kind: 'other_balance' };
+      }
+      return this.locks.run(`b:${tokenHash}`, async (): Promise<DebitDrawResult> => {
         const bal = await this.loadBalance(tokenHash);
         if (!bal) return { kind: 'unknown_balance' };
         if (bal.currency !== input.currency) return { kind: 'currency_mismatch', balanceCurrency: bal.currency };
@@ -202,8 +206,8 @@ export class LevelLedger implements Ledger {
         this.balances.set(tokenHash, newBal);
         this.trackPending(this.pendingDraws, input.quoteId, draw, commit.durable);
         return { kind: 'ok', draw, balanceAfterCents: after };
-      }),
-    );
+      });
+    });
     if (commit.durable) {
       await durably(commit.durable);
       this.faults?.commit('after-commit', 'debit');
@@ -578,7 +582,10 @@ export class LevelLedger implements Ledger {
       await pending.durable; // never report a replay of something not yet on disk
       return pending.record;
     }
-    const claim = (await this.db.get(K.quote(quoteId))) as ClaimRecord | undefined;
+    // getSync: a claim look-up is one LevelDB read of a small, hot key range (the block cache and
+    // the page cache hold it); done inline it costs ~1 µs of this thread instead of a thread-pool
+    // round trip (~15 µs of CPU, and a wait behind the group commit's fsync on the same pool).
+    const claim = this.db.getSync(K.quote(quoteId)) as ClaimRecord | undefined;
     if (!claim?.draw_id) return null;
     const draw = (await this.db.get(K.draw(claim.draw_id))) as DrawRecord | undefined;
     if (!draw) throw new Error(`ledger corrupt: quote claim ${quoteId} names missing draw ${claim.draw_id}`);

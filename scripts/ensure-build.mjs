@@ -1,0 +1,42 @@
+// Runs before `npm start` (and as `npm run build:js`, with --force): compiles the TypeScript to build/ (tsc -p tsconfig.build.json) when
+// build/ is missing or older than any source file, so a fresh clone and an edited tree both start
+// the JavaScript of the code they hold. On an up-to-date tree it only compares modification times
+// (a few ms). Plain JavaScript on purpose: it runs before anything is compiled.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const STAMP = join('build', '.stamp');
+const SOURCES = ['cli.ts', 'cli', 'generator', 'payments', 'contract', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
+
+function newest(path) {
+  let s;
+  try {
+    s = statSync(path);
+  } catch {
+    return 0;
+  }
+  if (!s.isDirectory()) return path.endsWith('.ts') || path.endsWith('.json') ? s.mtimeMs : 0;
+  let m = 0;
+  for (const e of readdirSync(path)) m = Math.max(m, newest(join(path, e)));
+  return m;
+}
+
+let built = 0;
+try {
+  built = statSync(STAMP).mtimeMs;
+} catch {
+  // never built
+}
+const sources = Math.max(...SOURCES.map(newest));
+if (process.argv.includes('--force') || built === 0 || sources > built) {
+  console.error(built === 0 ? 'compiling to build/ (first start)…' : 'sources changed: recompiling to build/…');
+  const started = Date.now();
+  const r = spawnSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  if (r.status !== 0) {
+    console.error('tsc failed: fix the errors above (or run the TypeScript directly: npm run dev)');
+    process.exit(r.status ?? 1);
+  }
+  writeFileSync(STAMP, `${new Date().toISOString()}\n`);
+  console.error(`compiled in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
