@@ -72,7 +72,12 @@ export interface TopupHandlerOptions {
   maximumCents?: number;
   /** challenge lifetime; also the window in which a failed attempt can be resent (default 5) */
   challengeTtlMinutes?: number;
-  /** Tests: the clock that decides whether a resent credential's challenge has expired. */
+  /**
+   * Tests and the simulator: the clock of the challenge's `expires` and of the check whether a resent
+   * credential's challenge has expired - one clock for both, so they agree (production: Date.now).
+   * mppx itself refuses a fresh credential whose `expires` has passed by the real clock; a test clock
+   * ahead of the real one (the simulator's) therefore never makes mppx refuse one.
+   */
   now?: () => number;
   /** Signs the receipt of every top-up (payments/receipts.ts). */
   receipts: ReceiptSigner;
@@ -189,7 +194,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
           await answerAgain(ctx, prior, target, ctx.get(credentialHeader), verified?.expires);
           return;
         }
-        const handle = server.charge({ amount: formatCents(cents), description: `Prepaid balance top-up ${formatCents(cents)} ${TOPUP_CURRENCY}`, expires: new Date(Date.now() + ttlMinutes * 60_000) });
+        const handle = server.charge({ amount: formatCents(cents), description: `Prepaid balance top-up ${formatCents(cents)} ${TOPUP_CURRENCY}`, expires: new Date(now() + ttlMinutes * 60_000) });
         const { value: result, observation } = await observed.observe(() => handle(toFetchRequest(ctx, credentialHeader)));
 
         if (result.status === 200) {
