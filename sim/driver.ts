@@ -451,6 +451,8 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
     else headers = { Authorization: `Bearer ${bal.token}`, 'Payment-Authorization': c.header }; // with the Bearer of the balance it opened
     const a = await post(`${inst.base}/lds/balance/topup`, { amount: money(c.cents), currency: 'EUR' }, headers);
     const exp = model.expectResend(c, sameForm);
+    const outcome = exp.status === 200 ? 'resent: answered again' : `resent: 409 (${exp.why})`;
+    result.counts[outcome] = (result.counts[outcome] ?? 0) + 1;
     if (exp.status === 409) {
       expectProblem(a, 409, exp.type, `${what} (${exp.why})`);
       if (JSON.stringify(a.body).includes(bal.token)) fail('answer', `${what}: a 409 showed the balance token`);

@@ -100,9 +100,11 @@ test('production never reaches the fault hooks or the simulated clock', () => {
   // `lds serve` (serveFromCli) starts the service without them: its own options name neither, and
   // what its caller may add (`extra`) is typed as a Pick of StartOptions that leaves both out ...
   const cli = serve.split('export async function serveFromCli')[1]!.split('\n}\n')[0]!;
-  const call = cli.slice(cli.indexOf('startServer('));
-  assert.ok(call.length > 0, 'serveFromCli calls startServer');
-  assert.not.match(call, /\bfaults\b|\bnow\s*[:,}]|\bnow\s*\(/, 'serveFromCli passes no faults and no clock');
+  const at = cli.indexOf('startServer(');
+  assert.ok(at >= 0, 'serveFromCli calls startServer');
+  const call = cli.slice(at, cli.indexOf('\n  });', at)); // its options object
+  assert.match(call, /logger/);
+  assert.not.match(call, /\bfaults\b|(^|[^.\w])now\b/, 'serveFromCli passes no faults and no clock');
   const extra = /^\(config: ServiceConfig, extra: Pick<StartOptions, ([^>]*)>/.exec(cli.trimStart());
   assert.ok(extra, 'serveFromCli(config, extra: Pick<StartOptions, ...>)');
   const picked = extra![1]!.split('|').map((k) => k.trim().replace(/^'|'$/g, ''));
