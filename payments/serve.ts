@@ -175,7 +175,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   metrics.watchReadiness(async () => (await readiness()).ready);
   // Loaded after the server listens (lazy.ts): mppx and viem are a large part of start-up. Top-ups
   // that arrive meanwhile wait for it and are then answered together: each still gets its own
-  // challenge (topup/handler.ts nextExpiry).
+  // challenge (a nonce of ours in each one, topup/handler.ts).
   const topup = lazyMiddleware(async () => {
     const { createTopupHandler } = await import('./topup/handler.ts');
     return createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger, receipts, ...(opts.now ? { now: opts.now } : {}) });

@@ -16,13 +16,21 @@ export type Op =
   /** top-up: target wraps over balances + 1 (the last = a new balance); amount at/above/below the minimum */
   | { t: 'topup'; target: number; amount: 'min' | 'above' | 'below'; extra: number; inst: number }
   | { t: 'declined'; target: number; inst: number }
-  /** the very credential of an earlier credited top-up, sent again */
+  /**
+   * the credential of an earlier credited top-up, sent again: in the same form (answered again
+   * while its challenge is valid, else 409), or - when floor(k / 100) % 4 is 3 - in the other form
+   * (with/without the Bearer token it went with: always 409)
+   */
   | { t: 'resend'; k: number; inst: number }
   /** one fresh credential sent `copies` times at once (to several instances on PostgreSQL) */
   | { t: 'topupDup'; target: number; copies: number; inst: number }
   /** the processor charges, then times out (502); the buyer resends the same credential */
   | { t: 'timeout'; target: number; inst: number; inst2: number }
-  /** units: `size` consecutive unit references of the product from `start` (wrapping); query: a word of its units */
+  /**
+   * units: `size` consecutive unit references of the product from `start` (wrapping), and when
+   * `limit` (unused by a unit list) is above 14, the first few of them once more (duplicates count
+   * once); query: a word of its units
+   */
   | { t: 'quote'; product: number; mode: 'units' | 'query'; start: number; size: number; limit: number; target: number; withToken: boolean; inst: number }
   /** pay quote q (counted from the newest); same: from the balance that asked for it, else from target */
   | { t: 'pay'; q: number; same: boolean; target: number; inst: number }
@@ -85,12 +93,16 @@ export interface MQuote {
   productId: string;
   request: { units?: string[]; query?: string; limit?: number };
   cents: number;
+  /** distinct units the quote prices (a unit list's duplicates count once) */
+  unitCount?: number;
   expiresAt: number;
   /** balance index that asked for it (or -1) */
   askedBy: number;
   paidBy?: number;
   drawId?: string;
   balanceAfter?: number;
+  /** the signed receipt of the draw, as first answered: a replay must answer the very same one */
+  receipt?: string;
 }
 
 export interface MCredential {
@@ -102,7 +114,14 @@ export interface MCredential {
   /** the balance it credited */
   balance: number;
   createdBalance: boolean;
+  /** the challenge's `expires` (ms, by the simulated clock): resent in the same form before it, answered again; after, 409 */
+  expiresAt: number;
+  /** the signed receipt of the top-up, as first answered (or first seen): answered again = the same receipt */
+  receipt?: string;
 }
+
+/** What a resent credential of a credited challenge must get (TOPUP_REPLAY_RULE in generator/emit/topup-docs.ts). */
+export type ResendExpectation = { status: 200 } | { status: 409; type: 'topup-already-credited'; why: string };
 
 export type PayExpectation =
   | { status: 200; kind: 'fresh'; after: number }
@@ -135,6 +154,13 @@ export class Model {
     if (q.expiresAt <= this.clock) return { status: 402, type: 'quote-expired' };
     if (this.balances[b].cents < q.cents) return { status: 402, type: 'insufficient-balance' };
     return { status: 200, kind: 'fresh', after: this.balances[b].cents - q.cents };
+  }
+
+  /** The very credential, resent in the same form: answered again while its challenge is valid; any other form, or later: 409. */
+  expectResend(c: MCredential, sameForm: boolean): ResendExpectation {
+    if (!sameForm) return { status: 409, type: 'topup-already-credited', why: 'another form of the credential' };
+    if (!(c.expiresAt > this.clock)) return { status: 409, type: 'topup-already-credited', why: 'its challenge expired' };
+    return { status: 200 };
   }
 
   applyDraw(q: MQuote, b: number, drawId: string): void {

@@ -96,11 +96,43 @@ test('the histories of defects the simulator found replay clean (sim/histories/)
 
 test('production never reaches the fault hooks or the simulated clock', () => {
   const read = (f: string) => readFileSync(join(REPO, f), 'utf8');
-  // `lds serve` starts the service without them ...
-  const cli = read('payments/serve.ts').split('export async function serveFromCli')[1]!.split('\n}\n')[0]!;
-  assert.match(cli, /startServer\(config, \{ logger, mount: await agentMounts\(\) \}\)/);
-  assert.not.match(cli, /faults|now:/);
-  // ... and no code of the service reads anything of the simulator's.
+  const serve = read('payments/serve.ts');
+  // `lds serve` (serveFromCli) starts the service without them: its own options name neither, and
+  // what its caller may add (`extra`) is typed as a Pick of StartOptions that leaves both out ...
+  const cli = serve.split('export async function serveFromCli')[1]!.split('\n}\n')[0]!;
+  const at = cli.indexOf('startServer(');
+  assert.ok(at >= 0, 'serveFromCli calls startServer');
+  const call = cli.slice(at, cli.indexOf('\n  });', at)); // its options object
+  assert.match(call, /logger/);
+  assert.not.match(call, /\bfaults\b|(^|[^.\w])now\b/, 'serveFromCli passes no faults and no clock');
+  const extra = /^\(config: ServiceConfig, extra: Pick<StartOptions, ([^>]*)>/.exec(cli.trimStart());
+  assert.ok(extra, 'serveFromCli(config, extra: Pick<StartOptions, ...>)');
+  const picked = extra![1]!.split('|').map((k) => k.trim().replace(/^'|'$/g, ''));
+  assert.not.ok(picked.includes('faults') || picked.includes('now'), `serveFromCli's extra options (${picked.join(', ')}) leave out faults and now`);
+  assert.is((serve.match(/await startServer\(/g) ?? []).length, 1, 'payments/serve.ts calls startServer only in serveFromCli');
+  assert.match(cli, /await startServer\(/);
+  // ... the CLI calls it with the configuration alone ...
+  assert.match(read('cli.ts'), /serveFromCli\(config\)/);
+  assert.not.match(read('cli.ts'), /faults|startServer/);
+  // ... and outside tests and the simulator nothing else starts the service (the hooks reach the
+  // ledger and the processor only through startServer's options).
+  const starters: string[] = [];
+  for (const dir of ['payments', 'generator', 'cli', 'contract', 'bench', 'scripts']) {
+    let entries;
+    try {
+      entries = readdirSync(join(REPO, dir), { recursive: true, withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      if (!e.isFile() || !e.name.endsWith('.ts')) continue;
+      const file = join(e.parentPath, e.name);
+      const text = readFileSync(file, 'utf8');
+      if (/\bstartServer\(/.test(text)) starters.push(file.slice(REPO.length + 1));
+    }
+  }
+  assert.equal(starters, ['payments/serve.ts']);
+  // No code of the service reads anything of the simulator's.
   const payments = readdirSync(join(REPO, 'payments'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith('.ts'));
   for (const e of payments) {
     const text = readFileSync(join(e.parentPath, e.name), 'utf8');

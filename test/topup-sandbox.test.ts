@@ -248,6 +248,31 @@ test('recovery: a succeeded payment replayed by the processor but never credited
   assert.equal(await app.ledger.verify(), []);
 });
 
+test('two challenges for the same amount in the same millisecond are two challenges: both buyers are credited', async () => {
+  // A frozen clock makes "the same millisecond" certain (found by the simulator, whose clock stands still).
+  const frozen = await startTopupApp(processor, { now: () => Date.UTC(2030, 0, 1) });
+  try {
+    const body = JSON.stringify({ amount: '7.00', currency: 'EUR' });
+    const ask = () => fetch(frozen.url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    const [c1, c2] = [Challenge.fromResponse(await ask()), Challenge.fromResponse(await ask())];
+    assert.is(c1.expires, c2.expires);
+    assert.is.not(c1.id, c2.id, 'the same amount at the same instant: two challenge ids');
+    const pay = async (spt: string) => {
+      const res = await client(spt).fetch(frozen.url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+      const text = await res.text();
+      assert.is(res.status, 200, text);
+      return JSON.parse(text) as { balance_token: string; balance: string };
+    };
+    const [a, b] = [await pay('spt_test_same_ms_a'), await pay('spt_test_same_ms_b')];
+    assert.is(a.balance, '7.00');
+    assert.is(b.balance, '7.00');
+    assert.is.not(a.balance_token, b.balance_token);
+    assert.is((await frozen.ledger.getBalance(hashToken(b.balance_token)))?.cents, 700);
+  } finally {
+    await frozen.close();
+  }
+});
+
 test('the sandbox refuses to exist in production', () => {
   assert.throws(() => createSandboxProcessor({ env: { NODE_ENV: 'production' } }), /production/);
 });

@@ -402,7 +402,7 @@ const commonProblems = {
 
 /** What the first leg of a top-up answers in WWW-Authenticate (values shortened). */
 const TOPUP_CHALLENGE_EXAMPLE =
-  'Payment id="AZ1FZPILYDMNuLBgw--q_3bgeahvlvWn9LwOAkzz7hE", realm="lds.example", method="stripe", intent="charge", request="eyJhbW91bnQiOiI1MDAiLCJjdXJyZW5jeSI6ImV1ciIs…", description="Prepaid balance top-up 5.00 EUR", expires="2026-01-01T00:05:00.000Z"';
+  'Payment id="AZ1FZPILYDMNuLBgw--q_3bgeahvlvWn9LwOAkzz7hE", realm="lds.example", method="stripe", intent="charge", request="eyJhbW91bnQiOiI1MDAiLCJjdXJyZW5jeSI6ImV1ciIs…", description="Prepaid balance top-up 5.00 EUR", expires="2026-01-01T00:05:00.000Z", opaque="eyJuIjoiM3FfUmZPZ2Z4d1lVb3d0MiJ9"';
 
 const jsonContent = (ref: string, type = 'application/json') => ({ [type]: { schema: { $ref: `#/components/schemas/${ref}` } } });
 

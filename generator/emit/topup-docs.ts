@@ -26,12 +26,12 @@ export function exampleTopupBody(ctx: Pick<EmitContext, 'catalogue'>): { amount:
 
 /** The decoded credential, as mppx's Credential.serialize writes it (placeholders in angle brackets). */
 export const CREDENTIAL_JSON =
-  '{"challenge":{"id":"<id>","realm":"<realm>","method":"stripe","intent":"charge","request":"<request>","description":"<description>","expires":"<expires>"},"payload":{"spt":"<SHARED_PAYMENT_TOKEN>"}}';
+  '{"challenge":{"id":"<id>","realm":"<realm>","method":"stripe","intent":"charge","request":"<request>","description":"<description>","expires":"<expires>","opaque":"<opaque>"},"payload":{"spt":"<SHARED_PAYMENT_TOKEN>"}}';
 
 const CREDENTIAL_HEADER =
   '`Authorization: Payment <credential>` (or `Payment-Authorization: Payment <credential>` when `Authorization` carries a balance token), where `<credential>` is the base64url encoding (RFC 4648 section 5, no `=` padding) of the UTF-8 JSON';
 const CREDENTIAL_FIELDS =
-  '`challenge` holds every auth-param of the `WWW-Authenticate: Payment …` challenge copied unchanged as a JSON string (`request` stays base64url; `header` and `opaque` too when present), `payload.spt` the Stripe Shared Payment Token. This is what `Credential.serialize` of the `mppx` library writes.';
+  '`challenge` holds every auth-param of the `WWW-Authenticate: Payment …` challenge copied unchanged as a JSON string (`request` and `opaque` stay base64url; `header` too when present), `payload.spt` the Stripe Shared Payment Token. This is what `Credential.serialize` of the `mppx` library writes.';
 
 /** The header and its value in one paragraph. Used by llms.txt and the OpenAPI document. */
 export const CREDENTIAL_SHAPE = `${CREDENTIAL_HEADER} \`${CREDENTIAL_JSON}\`: ${CREDENTIAL_FIELDS}`;
@@ -90,7 +90,7 @@ export function credentialSection(ctx: EmitContext): string {
     '',
     fence('json', CREDENTIAL_JSON),
     '',
-    `${CREDENTIAL_FIELDS} The challenge \`id\` is the service's HMAC over \`realm\`, \`method\`, \`intent\`, \`request\`, \`expires\` (and \`header\`, \`opaque\`), so a credential that changes one of them is refused (\`payment-credential-invalid\`, with a fresh challenge); a challenge is good until its \`expires\` and credits at most once. Its \`request\` decodes (base64url JSON) to what the Shared Payment Token must be minted for: \`amount\` in cents, \`currency\` (\`eur\`) and \`methodDetails.networkId\` (the Stripe profile).`,
+    `${CREDENTIAL_FIELDS} The challenge \`id\` is the service's HMAC over \`realm\`, \`method\`, \`intent\`, \`request\`, \`expires\` (and \`header\`, \`opaque\`, which carries a nonce: every challenge is a new one, even for the same amount at the same instant), so a credential that changes one of them is refused (\`payment-credential-invalid\`, with a fresh challenge); a challenge is good until its \`expires\` and credits at most once. Its \`request\` decodes (base64url JSON) to what the Shared Payment Token must be minted for: \`amount\` in cents, \`currency\` (\`eur\`) and \`methodDetails.networkId\` (the Stripe profile).`,
     '',
     'Both legs in a POSIX shell with curl: the script reads the challenge, builds the credential as above and sends it. Set `SPT` to your Shared Payment Token:',
     '',
@@ -117,7 +117,7 @@ export function llmsTopupStep(ctx: EmitContext): string {
   const x = topupScriptInput(ctx);
   const c = ctx.catalogue;
   return (
-    `2. Top up (once): POST ${x.topup_url} with ${JSON.stringify(x.body)}. Answer: 402 with an MPP challenge: WWW-Authenticate: Payment id="…", realm="…", method="stripe", intent="charge", request="…", description="…", expires="…". ` +
+    `2. Top up (once): POST ${x.topup_url} with ${JSON.stringify(x.body)}. Answer: 402 with an MPP challenge: WWW-Authenticate: Payment id="…", realm="…", method="stripe", intent="charge", request="…", description="…", expires="…", opaque="…". ` +
     `Repeat the request with ${CREDENTIAL_SHAPE.replace(/`/g, '')} ` +
     `Answer: 200 with balance_token (shown once) and balance. Minimum ${c.minimum_topup} ${c.currency}. ` +
     `To credit an existing balance send Authorization: Bearer <BALANCE_TOKEN> and the credential in Payment-Authorization (without the Bearer token that is a 401 balance-token-required). ` +

@@ -20,7 +20,8 @@
 //   between charge and credit, e.g. a timeout or a restart) and the ledger has no credit for that
 //   challenge, the replay is credited now. A replay of an already credited challenge is refused.
 import type { Context, Middleware } from 'koa';
-import { Challenge, Credential, Receipt } from 'mppx';
+import { randomBytes } from 'node:crypto';
+import { Challenge, Credential, PaymentRequest, Receipt } from 'mppx';
 import { Mppx, stripe } from 'mppx/server';
 import { formatCents, parseAmountCents } from '../../contract/money.ts';
 import { LedgerUnavailableError, type Ledger, type LoggerLike } from '../ledger/ledger.ts';
@@ -72,7 +73,12 @@ export interface TopupHandlerOptions {
   maximumCents?: number;
   /** challenge lifetime; also the window in which a failed attempt can be resent (default 5) */
   challengeTtlMinutes?: number;
-  /** Tests: the clock that decides whether a resent credential's challenge has expired. */
+  /**
+   * Tests and the simulator: the clock of the challenge's `expires` and of the check whether a resent
+   * credential's challenge has expired - one clock for both, so they agree (production: Date.now).
+   * mppx itself refuses a fresh credential whose `expires` has passed by the real clock; a test clock
+   * ahead of the real one (the simulator's) therefore never makes mppx refuse one.
+   */
   now?: () => number;
   /** Signs the receipt of every top-up (payments/receipts.ts). */
   receipts: ReceiptSigner;
@@ -189,7 +195,14 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
           await answerAgain(ctx, prior, target, ctx.get(credentialHeader), verified?.expires);
           return;
         }
-        const handle = server.charge({ amount: formatCents(cents), description: `Prepaid balance top-up ${formatCents(cents)} ${TOPUP_CURRENCY}`, expires: nextExpiry(ttlMinutes * 60_000) });
+        // Every challenge carries a nonce of ours (mppx `meta`, sent as `opaque`): mppx's challenge id
+        // is an HMAC over realm, request and `expires` alone, so without it two buyers asking for the
+        // same amount in the same millisecond got one id - and the id credits at most once, so the
+        // second was told 409 topup-already-credited for the first one's credit. With a credential,
+        // the nonce is the one its (HMAC-verified) challenge carries, as mppx's binding check wants
+        // (none for a challenge issued before nonces were: it stays valid until it expires).
+        const nonce = verified ? verified.nonce : randomBytes(12).toString('base64url');
+        const handle = server.charge({ amount: formatCents(cents), description: `Prepaid balance top-up ${formatCents(cents)} ${TOPUP_CURRENCY}`, expires: new Date(now() + ttlMinutes * 60_000), ...(nonce ? { meta: { n: nonce } } : {}) });
         const { value: result, observation } = await observed.observe(() => handle(toFetchRequest(ctx, credentialHeader)));
 
         if (result.status === 200) {
@@ -381,13 +394,16 @@ async function readBody(ctx: Context): Promise<unknown> {
  * The challenge id (and expiry) of a Payment credential, only if its HMAC proves we issued it (the
  * same check mppx makes), so an attacker cannot make us look up or lock arbitrary ids.
  */
-function verifiedChallenge(header: string | undefined, secretKey: string): { id: string; expires: string | undefined } | null {
+function verifiedChallenge(header: string | undefined, secretKey: string): { id: string; expires: string | undefined; nonce: string | undefined } | null {
   if (!header) return null;
   try {
     const payment = Credential.extractPaymentScheme(header);
     if (!payment) return null;
     const credential = Credential.deserialize(payment);
-    return Challenge.verify(credential.challenge, { secretKey }) ? { id: credential.challenge.id, expires: credential.challenge.expires } : null;
+    const c = credential.challenge;
+    if (!Challenge.verify(c, { secretKey })) return null;
+    const meta = c.meta ?? (c.opaque ? (PaymentRequest.deserialize(c.opaque) as Record<string, unknown>) : undefined);
+    return { id: c.id, expires: c.expires, nonce: typeof meta?.n === 'string' ? meta.n : undefined };
   } catch {
     return null; // malformed: mppx will answer it with a fresh challenge
   }
@@ -461,17 +477,4 @@ function respondError(ctx: Context, e: unknown, logger?: LoggerLike): void {
 
 function short(challengeId: string): string {
   return challengeId.slice(0, 12);
-}
-
-/**
- * The expiry of a new challenge, strictly later than every one this process issued before. The
- * challenge id is an HMAC over the request and its expiry (to the millisecond), so two identical
- * top-up requests answered in the same millisecond would otherwise get the same challenge, and the
- * second buyer's credential would be refused as "in progress" or "already credited" (seen when
- * requests queued during start-up were answered together).
- */
-let lastExpiryMs = 0;
-function nextExpiry(ttlMs: number): Date {
-  lastExpiryMs = Math.max(Date.now() + ttlMs, lastExpiryMs + 1);
-  return new Date(lastExpiryMs);
 }

@@ -24,7 +24,7 @@ export interface TopupApp {
   close(): Promise<void>;
 }
 
-export async function startTopupApp(processor: PaymentProcessor): Promise<TopupApp> {
+export async function startTopupApp(processor: PaymentProcessor, opts: { now?: () => number } = {}): Promise<TopupApp> {
   const dir = await mkdtemp(join(tmpdir(), 'lds-topup-'));
   const { ledger } = await openTestLedger();
   const logs: TopupApp['logs'] = [];
@@ -35,7 +35,7 @@ export async function startTopupApp(processor: PaymentProcessor): Promise<TopupA
   };
   const app = new Koa();
   const router = new Router();
-  router.post(TOPUP_PATH, createTopupHandler({ ledger, processor, realm: 'lds.test', secretKey: TEST_SECRET, logger, receipts: ReceiptSigner.fromJwks([generateReceiptKey()]) }));
+  router.post(TOPUP_PATH, createTopupHandler({ ledger, processor, realm: 'lds.test', secretKey: TEST_SECRET, logger, receipts: ReceiptSigner.fromJwks([generateReceiptKey()]), ...(opts.now ? { now: opts.now } : {}) }));
   app.use(bodyParser());
   app.use(router.routes());
   const server: Server = await new Promise((resolve) => {
