@@ -54,7 +54,7 @@ export async function startInstance(fx: Fixture, env: Record<string, string>, va
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       proc.kill('SIGKILL'); // never leave a half-started server behind
-      reject(new Error(`server did not start within ${START_TIMEOUT_MS / 1000} s: ${err}`));
+      reject(new Error(`server did not start within ${START_TIMEOUT_MS / 1000} s: ${err}${out.slice(-2000)}`));
     }, START_TIMEOUT_MS);
     const onData = () => {
       const m = /serving (http:\/\/\S+)/.exec(err);
