@@ -5,16 +5,11 @@ import { writeFileSync } from 'node:fs';
 import { generateHistory, type Op } from './model.ts';
 import { prepareEnv, runHistory, shrink, type Backend, type RunOptions, type RunResult, type SimEnv } from './driver.ts';
 
-export interface SimConfig {
+/** What every history of a run shares (RunOptions without the per-seed parts), and the run's own settings. */
+export interface SimConfig extends Omit<RunOptions, 'seed' | 'log'> {
   backend: Backend;
   seeds: number[];
   steps: number;
-  instances: number;
-  faults: boolean;
-  maxRestarts: number;
-  maxPgRestarts: number;
-  verifyEvery: number;
-  breakLedger: boolean;
   shrink: boolean;
   shrinkRuns: number;
   shrinkSeconds: number;
