@@ -16,7 +16,8 @@ import type { Readiness } from './http/ops.ts';
 import type { FaultHooks } from './faults.ts';
 import { openLedger } from './ledger/open.ts';
 import { createRequestValidator } from './http/openapi-validate.ts';
-import { createSandboxProcessor, stripeProcessorFromEnv } from './processors/index.ts';
+import type { PaymentProcessor } from './processors/types.ts';
+import { stripeOptionsFromEnv } from './processors/stripe-options.ts';
 import { loadStaticSite, staticFastPath } from './http/static.ts';
 import { isLazy, lazyMiddleware } from './http/lazy.ts';
 import { Problem, rawProblemResponse } from './problem.ts';
@@ -101,7 +102,17 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const basePath = new URL(catalogue.base_url).pathname.replace(/\/$/, '');
   const validator = createRequestValidator(site.json(`${basePath}/specification`));
 
-  const processor = config.processor === 'sandbox' ? createSandboxProcessor({ env, ...(opts.faults ? { faults: opts.faults } : {}) }) : stripeProcessorFromEnv(env);
+  // The processor is built after the server listens, with the top-up it serves: the Stripe SDK is
+  // ~130 ms of start-up. Its settings are read and checked now, so bad ones still stop the start.
+  const stripeOptions = config.processor === 'stripe' ? stripeOptionsFromEnv(env) : null;
+  let processorLoad: Promise<PaymentProcessor> | undefined;
+  const processor = () =>
+    (processorLoad ??= import('./processors/index.ts').then((p) =>
+      stripeOptions ? p.createStripeProcessor(stripeOptions) : p.createSandboxProcessor({ env, ...(opts.faults ? { faults: opts.faults } : {}) }),
+    ).catch((err: unknown) => {
+      processorLoad = undefined; // a failed load is tried again by the next request that needs it
+      throw err;
+    }));
   const store = await (opts.openStore ?? defaultOpenStore)(config.storeRoot);
   const metrics = createMetrics({ backend: config.ledgerUrl ? 'postgres' : 'level', products: catalogue.products.map((p) => p.product_id) });
   let ledgerFatal: Error | null = null;
@@ -178,7 +189,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   // challenge (a nonce of ours in each one, topup/handler.ts).
   const topup = lazyMiddleware(async () => {
     const { createTopupHandler } = await import('./topup/handler.ts');
-    return createTopupHandler({ ledger, processor, realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger, receipts, ...(opts.now ? { now: opts.now } : {}) });
+    return createTopupHandler({ ledger, processor: await processor(), realm: new URL(catalogue.base_url).host, secretKey: config.mppSecret, logger, receipts, ...(opts.now ? { now: opts.now } : {}) });
   });
   const { app } = createApp({
     service,

@@ -27,7 +27,8 @@ import { requireOperator } from './operator.ts';
 
 export interface AdminOptions {
   ledger: Ledger;
-  processor: PaymentProcessor;
+  /** The processor, loaded on first use (the Stripe SDK is not on the start-up path). */
+  processor: () => Promise<PaymentProcessor>;
   operatorToken: string;
   maxBodyBytes: number;
   logger?: LoggerLike;
@@ -157,12 +158,13 @@ export function mountAdmin(router: Router, o: AdminOptions): void {
     const topupId = idOf(b, 'topup_id');
     const t = await o.ledger.findTopup(topupId);
     if (!t) throw new Problem(404, 'unknown-topup', 'Unknown topup', 'No such top-up.', { field: 'topup_id' });
-    if (t.processor !== o.processor.name) throw new Problem(409, 'processor-mismatch', 'Paid through another processor', `This top-up was paid through ${t.processor}; this service runs ${o.processor.name}.`, { field: 'topup_id' });
+    const processor = await o.processor();
+    if (t.processor !== processor.name) throw new Problem(409, 'processor-mismatch', 'Paid through another processor', `This top-up was paid through ${t.processor}; this service runs ${processor.name}.`, { field: 'topup_id' });
     const { c, replayed } = await apply(ctx, { kind: 'topup_refund', idempotencyKey: key, topupId, amountCents: amountOf(b, false), reason: reasonOf(b) });
     const status = ctx.status;
     let refund;
     try {
-      refund = await o.processor.refunds.create({ payment_intent: t.payment_ref, amount: c.amount_cents, metadata: { lds_correction: c.correction_id } }, { idempotencyKey: `lds_refund_${c.correction_id}` });
+      refund = await processor.refunds.create({ payment_intent: t.payment_ref, amount: c.amount_cents, metadata: { lds_correction: c.correction_id } }, { idempotencyKey: `lds_refund_${c.correction_id}` });
     } catch (err) {
       o.logger?.error({ correction: c.correction_id, payment: t.payment_ref, err: (err as Error).message }, 'top-up refund: the ledger was debited but the processor refund failed');
       throw new Problem(502, 'payment-processor-unavailable', 'Processor refund failed', `The balance was debited ${formatCents(c.amount_cents)} EUR (correction ${c.correction_id}) but the processor did not confirm the refund. Resend this request with the same Idempotency-Key: the debit is not repeated and the refund is retried once.`, { correction_id: c.correction_id });

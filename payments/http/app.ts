@@ -74,7 +74,7 @@ export interface AppOptions {
   operatorToken: string;
   /** The ledger and processor the admin API corrects balances with. */
   ledger: Ledger;
-  processor: PaymentProcessor;
+  processor: () => Promise<PaymentProcessor>;
   /** Extension point for the MCP and A2A endpoints; called after the API routes, before the 404. */
   mount?: Mount | Mount[];
 }
