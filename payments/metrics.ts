@@ -53,6 +53,16 @@ export interface MetricsOptions {
   processMetrics?: boolean;
 }
 
+/** `make(key)`, made once per key: label children looked up by a string instead of a label object. */
+function memo<T>(make: (key: string) => T): (key: string) => T {
+  const made = new Map<string, T>();
+  return (key) => {
+    let v = made.get(key);
+    if (v === undefined) made.set(key, (v = make(key)));
+    return v;
+  };
+}
+
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 
@@ -130,6 +140,17 @@ export function createMetrics(o: MetricsOptions): Metrics {
     },
   });
 
+  // Per-request and per-sale counts use labelled children made once per label set (bounded like
+  // the labels): prom-client would otherwise hash the label object on every call.
+  const quoteChild = memo((p) => quotes.labels({ product: p }));
+  const sale = memo((key) => {
+    const [p, currency] = key.split(' ');
+    return { draws: draws.labels({ product: p }), units: units.labels({ product: p }), cents: centsSold.labels({ product: p, currency }) };
+  });
+  const commitChild = memo((key) => {
+    const [op, outcome] = key.split(' ');
+    return commit.labels({ op, outcome });
+  });
   const children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
   return {
     registry,
@@ -147,19 +168,19 @@ export function createMetrics(o: MetricsOptions): Metrics {
       c.count.inc();
       c.time.observe(seconds);
     },
-    quote: (id) => quotes.inc({ product: product(id) }),
+    quote: (id) => quoteChild(product(id)).inc(),
     paidDraw(id, n, cents, currency) {
-      const p = product(id);
-      draws.inc({ product: p });
-      units.inc({ product: p }, n);
-      centsSold.inc({ product: p, currency }, cents);
+      const p = sale(`${product(id)} ${currency}`);
+      p.draws.inc();
+      p.units.inc(n);
+      p.cents.inc(cents);
     },
     topup: (outcome) => topups.inc({ outcome }),
     topupCredited(cents, currency) {
       credited.inc({ currency });
       topupCents.inc({ currency }, cents);
     },
-    ledgerCommit: (op, outcome, seconds) => commit.observe({ op, outcome }, seconds),
+    ledgerCommit: (op, outcome, seconds) => commitChild(`${op} ${outcome}`).observe(seconds),
     groupCommit(ops, seconds, changes) {
       batchOps.observe(ops);
       batchSeconds.observe(seconds);

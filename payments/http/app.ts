@@ -108,7 +108,9 @@ function problems(logger: Logger, metrics: Metrics | undefined, routePaths: Read
   return async (ctx, next) => {
     const started = performance.now();
     try {
-      await caught(ctx, next);
+      await next();
+    } catch (err) {
+      answerError(ctx, err);
     } finally {
       const ms = performance.now() - started;
       metrics?.request(ctx.method, routeLabel(ctx, routePaths), ctx.status, ms / 1000);
@@ -121,24 +123,20 @@ function problems(logger: Logger, metrics: Metrics | undefined, routePaths: Read
     }
   };
 
-  async function caught(ctx: Context, next: () => Promise<unknown>): Promise<void> {
-    try {
-      await next();
-    } catch (err) {
-      if (err instanceof Problem) {
-        if (err.status >= 500) logger.error({ type: err.type, reason: (err as { reason?: string }).reason, method: ctx.method, path: ctx.path }, 'service unavailable');
-        sendProblem(ctx, err);
-      }
-      else {
-        // Koa's own http-errors (e.g. from a malformed URL) carry a safe status: keep 4xx ones.
-        const status = (err as { status?: number; expose?: boolean }).status;
-        if (typeof status === 'number' && status >= 400 && status < 500) sendProblem(ctx, new Problem(status, status === 413 ? 'body-too-large' : 'malformed-request', 'Bad request', (err as Error).message));
-        else {
-          logger.error({ err, method: ctx.method, path: ctx.path }, 'unexpected error');
-          sendProblem(ctx, new Problem(500, 'internal', 'Internal error', 'The request could not be completed. Retrying is safe: a paid draw is charged at most once per quote_id and a top-up credential at most once.'));
-        }
-      }
+  function answerError(ctx: Context, err: unknown): void {
+    if (err instanceof Problem) {
+      if (err.status >= 500) logger.error({ type: err.type, reason: (err as { reason?: string }).reason, method: ctx.method, path: ctx.path }, 'service unavailable');
+      sendProblem(ctx, err);
+      return;
     }
+    // Koa's own http-errors (e.g. from a malformed URL) carry a safe status: keep 4xx ones.
+    const status = (err as { status?: number; expose?: boolean }).status;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      sendProblem(ctx, new Problem(status, status === 413 ? 'body-too-large' : 'malformed-request', 'Bad request', (err as Error).message));
+      return;
+    }
+    logger.error({ err, method: ctx.method, path: ctx.path }, 'unexpected error');
+    sendProblem(ctx, new Problem(500, 'internal', 'Internal error', 'The request could not be completed. Retrying is safe: a paid draw is charged at most once per quote_id and a top-up credential at most once.'));
   }
 }
 
@@ -287,19 +285,11 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
   app.use(problems(o.logger, o.ops?.metrics, routePaths));
   app.use(requireHost);
   if (o.ops) app.use(opsMiddleware(o.ops));
-  const serveStatic = staticMiddleware(o.site);
-  app.use(async (ctx, next) => {
-    let passed = false;
-    await serveStatic(ctx, () => {
-      passed = true;
-      return next();
-    });
-    if (!passed) ctx.state.route = 'static';
-  });
+  app.use(staticMiddleware(o.site));
   // The public receipt keys (current and retired): a runtime secret's public half, so the service
   // serves it rather than dist/. Public, cacheable, not rate limited.
   const jwksBody = JSON.stringify(o.receipts.jwks);
-  app.use(async (ctx, next) => {
+  app.use((ctx, next) => {
     if (ctx.path !== JWKS_PATH) return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       ctx.set('Allow', 'GET, HEAD');

@@ -191,6 +191,7 @@ export function staticMiddleware(site: StaticSite): Middleware {
     if (method !== 'GET' && method !== 'HEAD') return next();
     const entry = site.entries.get(ctx.path);
     if (!entry) return next();
+    (ctx.state as { route?: string }).route = 'static'; // the metrics label of every published document
     const req = ctx.req;
     const rep = representationFor(entry, req.headers['accept-encoding']);
     const res = ctx.res;
