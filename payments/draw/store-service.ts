@@ -15,7 +15,7 @@ import type { DrawRecord, Ledger, LoggerLike } from '../ledger/ledger.ts';
 import { Problem } from '../problem.ts';
 import { QuoteSigner, canonicalUnits, digest, requestDigest, unitsDigests, type QuotePayload } from './quote.ts';
 import { hashToken, hashesEqual, isWellFormedToken, newBalanceToken, tokenHint } from '../tokens.ts';
-import { UnitCache, unitBytes, type CachedUnit } from '../store/unit-cache.ts';
+import { Lru, UnitCache, unitBytes, type CachedUnit } from '../store/unit-cache.ts';
 import type { DrawBounds } from '../http/openapi-validate.ts';
 import type { ReceiptSigner } from '../receipts.ts';
 
@@ -148,7 +148,32 @@ export function paidDrawBody(paid: PaidDraw): Buffer {
   return Buffer.concat(parts);
 }
 
-/** The JSON text of each unit-list quote, written with it (StoreDrawService.unitQuoteJson). */
+/**
+ * What a draw request's units come to: a pure function of (product, request, unit store), which is
+ * immutable per store version, so it is remembered (StoreDrawService.resolution). A paid draw
+ * repeats its quote's request exactly, so the pay finds what the quote resolved; repeated quotes
+ * of the same units or query cost a look-up instead of a store read, two digests and the JSON of
+ * the lists. Shared by every quote of that request: frozen.
+ */
+interface Resolution {
+  readonly units: readonly CachedUnit[];
+  readonly resolvedRefs: readonly string[];
+  /** The quote's `m` and `r` (what the payer must repeat) and `h` (the sorted resolved refs). */
+  readonly mode: 'u' | 'q';
+  readonly requestDigest: string;
+  readonly unitsDigest: string;
+  readonly breakdown: QuoteBody['breakdown'];
+  /** The price of the units, in cents. */
+  readonly cents: number;
+  /** JSON of the request's own fields (`"units":[…]` or `"query":…,"limit":…`), of resolved_units and of breakdown. */
+  readonly requestJson: string;
+  readonly resolvedJson: string;
+  readonly breakdownJson: string;
+  /** units_sha256 of the receipt, made by the first paid draw. */
+  sha256?: string;
+}
+
+/** The JSON text of each quote, written with it (StoreDrawService.quoteText). */
 const quoteTexts = new WeakMap<QuoteBody, string>();
 
 /** JSON.stringify(quote): the text written when the quote was made, or a fresh serialisation. */
@@ -173,6 +198,9 @@ export class StoreDrawService implements DrawService {
   private readonly currencyJson: string;
   private readonly catalogueVersionJson: string;
   private readonly topupUrlJson: string;
+  private readonly resolutions: Lru<Resolution>;
+  /** how_to_pay's JSON around its expiry time, written once (payable, not payable). */
+  private readonly howToPayJson: { payable: [string, string]; topUp: [string, string] };
 
   constructor(private readonly o: DrawServiceOptions) {
     this.signer = new QuoteSigner(o.quoteSecret);
@@ -190,6 +218,20 @@ export class StoreDrawService implements DrawService {
     this.currencyJson = JSON.stringify(CURRENCY);
     this.catalogueVersionJson = JSON.stringify(o.catalogue.version);
     this.topupUrlJson = JSON.stringify(this.topupUrl);
+    // Bounded by the units they hold (as many as the unit cache), so the memo never keeps more
+    // than about twice the unit cache's units alive.
+    this.resolutions = new Lru(o.unitCacheSize ?? 5000, (r) => Math.max(1, r.units.length));
+    const around = (text: (expires: string) => string): [string, string] => {
+      const [before, after] = text('\u0000').split('\u0000');
+      return [JSON.stringify(before).slice(0, -1), JSON.stringify(after).slice(1)];
+    };
+    this.howToPayJson = { payable: around((e) => this.howToPay(true, e)), topUp: around((e) => this.howToPay(false, e)) };
+  }
+
+  private howToPay(payable: boolean, expires: string): string {
+    return payable
+      ? `Your balance covers this quote: repeat the request with "quote_id" and Authorization: Bearer <BALANCE_TOKEN> (POST ${this.drawUrl}) before ${expires}.`
+      : `Top up a prepaid balance (minimum 5.00 EUR) with POST ${this.topupUrl} (Machine Payments Protocol, Stripe Shared Payment Token), then repeat this request with "quote_id" and Authorization: Bearer <BALANCE_TOKEN> before ${expires}.`;
   }
 
   catalogue(): CatalogueDoc {
@@ -200,8 +242,7 @@ export class StoreDrawService implements DrawService {
 
   async quote(req: DrawRequest, balanceToken?: string): Promise<Quote> {
     const r = this.resolveRequest(req);
-    const units = await this.resolveUnits(r);
-    return this.makeQuote(r, units, balanceToken);
+    return this.makeQuote(r, await this.resolution(r), balanceToken);
   }
 
   // ---------------------------------------------------------------- pay
@@ -219,27 +260,28 @@ export class StoreDrawService implements DrawService {
       // A paid quote stays paid: replay it (or refuse another balance) before offering a new one.
       const prior = await this.findDraw(req.quote_id);
       if (prior) return this.fromRecord(prior, tokenHash, r);
-      throw problems.expired(await this.makeQuote(r, await this.resolveUnits(r), balanceToken));
+      throw problems.expired(await this.makeQuote(r, await this.resolution(r), balanceToken));
     }
 
-    const units = await this.resolveUnits(r);
-    if (this.unitsDigest(r, units) !== q.h) {
+    const res = await this.resolution(r);
+    if (res.unitsDigest !== q.h) {
       // Same store version, different result: cannot happen for an honest quote; offer a fresh one.
-      throw problems.expired(await this.makeQuote(r, units, balanceToken));
+      throw problems.expired(await this.makeQuote(r, res, balanceToken));
     }
-    const sha = unitsSha256(units);
-    const stored: StoredDraw = { refs: units.map((u) => u.unit.ref), units_sha256: sha, catalogue_version: this.o.catalogue.version, store_version: q.s };
-    const res = await this.o.ledger.debitDraw(tokenHash, { quoteId: req.quote_id, amountCents: q.a, currency: q.c, productId: q.p, draw: stored });
-    switch (res.kind) {
+    const units = res.units;
+    res.sha256 ??= unitsSha256(units);
+    const stored: StoredDraw = { refs: [...res.resolvedRefs], units_sha256: res.sha256, catalogue_version: this.o.catalogue.version, store_version: q.s };
+    const debit = await this.o.ledger.debitDraw(tokenHash, { quoteId: req.quote_id, amountCents: q.a, currency: q.c, productId: q.p, draw: stored });
+    switch (debit.kind) {
       case 'ok':
-        this.o.logger?.info({ draw: res.draw.draw_id, product: q.p, units: units.length, amount_cents: q.a, balance: tokenHint(tokenHash) }, 'draw paid');
-        return this.paidDraw(res.draw, units);
+        this.o.logger?.info({ draw: debit.draw.draw_id, product: q.p, units: units.length, amount_cents: q.a, balance: tokenHint(tokenHash) }, 'draw paid');
+        return this.paidDraw(debit.draw, units);
       case 'replay':
-        return this.fromRecord(res.draw, tokenHash, r);
+        return this.fromRecord(debit.draw, tokenHash, r);
       case 'other_balance':
         throw await this.notThisBalance(tokenHash);
       case 'insufficient':
-        throw problems.insufficient(this.quoteView(r, units, req.quote_id, q, false), q.a, res.balanceCents, this.topupUrl);
+        throw problems.insufficient(this.quoteView(r, res, req.quote_id, q, false), q.a, debit.balanceCents, this.topupUrl);
       case 'unknown_balance':
         throw problems.invalidToken();
       case 'currency_mismatch':
@@ -385,15 +427,50 @@ export class StoreDrawService implements DrawService {
     return units;
   }
 
-  private async makeQuote(r: Resolved, units: CachedUnit[], balanceToken?: string): Promise<Quote> {
-    const cents = drawPriceCents(units.length, r.product.pricing.draw_unit_price_micro_eur);
+  /**
+   * The request's units, digests and the JSON of its lists: remembered per (product, request) for
+   * this store version (see Resolution). Refusals (unknown units, no match) are not remembered.
+   */
+  private async resolution(r: Resolved): Promise<Resolution> {
+    const key = r.units ? `u\n${r.product.product_id}\n${JSON.stringify(r.units)}` : `q\n${r.product.product_id}\n${r.limit}\n${r.query}`;
+    const known = this.resolutions.get(key);
+    if (known) return known;
+    const units = await this.resolveUnits(r);
+    const resolvedRefs = units.map((u) => u.unit.ref);
     const rd = this.requestDigest(r);
+    const want = r.units;
+    // A unit list resolved to itself (request order, already de-duplicated): its sorted digest was made with the request digest.
+    const unitsDigest = want && resolvedRefs.length === want.length && resolvedRefs.every((ref, i) => ref === want[i]) ? r.digests!.units : digest(canonicalUnits(resolvedRefs));
+    const rate = r.product.pricing.draw_unit_price_micro_eur;
+    const bySource = new Map<string, number>();
+    for (const { unit: u } of units) bySource.set(u.source, (bySource.get(u.source) ?? 0) + 1);
+    const breakdown = [...bySource].map(([source, n]) => Object.freeze({ source, unit_count: n, unit_price: formatMicros(rate), amount: formatMicros(n * rate) }));
+    const requestJson = want ? `"units":${JSON.stringify(want)}` : `"query":${JSON.stringify(r.query)},"limit":${JSON.stringify(r.limit)}`;
+    const resolvedJson = JSON.stringify(resolvedRefs);
+    const res: Resolution = {
+      units: Object.freeze(units),
+      resolvedRefs: Object.freeze(resolvedRefs),
+      mode: rd.mode,
+      requestDigest: rd.digest,
+      unitsDigest,
+      breakdown: Object.freeze(breakdown) as QuoteBody['breakdown'],
+      cents: drawPriceCents(units.length, rate),
+      requestJson,
+      resolvedJson,
+      breakdownJson: JSON.stringify(breakdown),
+    };
+    this.resolutions.set(key, res);
+    return res;
+  }
+
+  private async makeQuote(r: Resolved, res: Resolution, balanceToken?: string): Promise<Quote> {
+    const cents = res.cents;
     const payload: Omit<QuotePayload, 'v' | 'k'> = {
       p: r.product.product_id,
-      m: rd.mode,
-      r: rd.digest,
-      h: this.unitsDigest(r, units),
-      n: units.length,
+      m: res.mode,
+      r: res.requestDigest,
+      h: res.unitsDigest,
+      n: res.units.length,
       a: cents,
       c: CURRENCY,
       s: this.o.store.meta.store_version,
@@ -401,60 +478,54 @@ export class StoreDrawService implements DrawService {
     };
     const quoteId = this.signer.sign(payload);
     const balance = await this.balanceCents(balanceToken);
-    return this.quoteView(r, units, quoteId, payload, balance !== null && balance >= cents);
+    return this.quoteView(r, res, quoteId, payload, balance !== null && balance >= cents);
   }
 
-  private quoteView(r: Resolved, units: CachedUnit[], quoteId: string, q: Omit<QuotePayload, 'v' | 'k'>, payable: boolean): QuoteBody {
-    const rate = r.product.pricing.draw_unit_price_micro_eur;
-    const bySource = new Map<string, number>();
-    for (const { unit: u } of units) bySource.set(u.source, (bySource.get(u.source) ?? 0) + 1);
-    const request = { product_id: r.product.product_id, currency: CURRENCY, ...(r.units ? { units: r.units } : { query: r.query, limit: r.limit }), quote_id: quoteId };
+  private quoteView(r: Resolved, res: Resolution, quoteId: string, q: Omit<QuotePayload, 'v' | 'k'>, payable: boolean): QuoteBody {
+    const fields = r.units ? { units: r.units } : { query: r.query, limit: r.limit };
     const expires = new Date(q.e).toISOString();
     const body: QuoteBody = {
       quote_id: quoteId,
       product_id: r.product.product_id,
-      ...(r.units ? { units: r.units } : { query: r.query, limit: r.limit }),
-      resolved_units: units.map((u) => u.unit.ref),
-      unit_count: units.length,
+      ...fields,
+      resolved_units: res.resolvedRefs as string[],
+      unit_count: res.units.length,
       amount: formatCents(q.a),
       currency: CURRENCY,
       expires_at: expires,
-      breakdown: [...bySource].map(([source, n]) => ({ source, unit_count: n, unit_price: formatMicros(rate), amount: formatMicros(n * rate) })),
+      breakdown: res.breakdown,
       store_version: q.s,
       catalogue_version: this.o.catalogue.version,
       payable_from_balance: payable,
-      how_to_pay: payable
-        ? `Your balance covers this quote: repeat the request with "quote_id" and Authorization: Bearer <BALANCE_TOKEN> (POST ${this.drawUrl}) before ${expires}.`
-        : `Top up a prepaid balance (minimum 5.00 EUR) with POST ${this.topupUrl} (Machine Payments Protocol, Stripe Shared Payment Token), then repeat this request with "quote_id" and Authorization: Bearer <BALANCE_TOKEN> before ${expires}.`,
-      pay_with: request,
+      how_to_pay: this.howToPay(payable, expires),
+      pay_with: { product_id: r.product.product_id, currency: CURRENCY, ...fields, quote_id: quoteId },
       topup_url: this.topupUrl,
     };
-    if (r.units) quoteTexts.set(body, this.unitQuoteJson(body, r.units));
+    quoteTexts.set(body, this.quoteText(body, res, expires));
     return body;
   }
 
   /**
-   * JSON.stringify(body) for a unit-list quote, written out in the object's key order (quoteView
-   * above): the unit list, which appears up to three times (units, resolved_units, pay_with.units),
-   * is serialised once, and the per-service constants are serialised at start.
+   * JSON.stringify(body), written out in quoteView's key order from the parts the resolution
+   * remembers (the unit lists and the breakdown, serialised once per request) and the per-service
+   * constants serialised at start; test/service-quote-json checks it equals JSON.stringify.
    */
-  private unitQuoteJson(b: QuoteBody, requested: string[]): string {
-    const units = JSON.stringify(requested);
-    const resolved = b.resolved_units.length === requested.length && b.resolved_units.every((ref, i) => ref === requested[i]) ? units : JSON.stringify(b.resolved_units);
+  private quoteText(b: QuoteBody, res: Resolution, expires: string): string {
     const id = JSON.stringify(b.quote_id);
     const product = JSON.stringify(b.product_id);
+    const [howBefore, howAfter] = b.payable_from_balance ? this.howToPayJson.payable : this.howToPayJson.topUp;
     return (
-      `{"quote_id":${id},"product_id":${product},"units":${units},"resolved_units":${resolved},"unit_count":${JSON.stringify(b.unit_count)},` +
-      `"amount":${JSON.stringify(b.amount)},"currency":${this.currencyJson},"expires_at":${JSON.stringify(b.expires_at)},"breakdown":${JSON.stringify(b.breakdown)},` +
-      `"store_version":${JSON.stringify(b.store_version)},"catalogue_version":${this.catalogueVersionJson},"payable_from_balance":${JSON.stringify(b.payable_from_balance)},` +
-      `"how_to_pay":${JSON.stringify(b.how_to_pay)},"pay_with":{"product_id":${product},"currency":${this.currencyJson},"units":${units},"quote_id":${id}},"topup_url":${this.topupUrlJson}}`
+      `{"quote_id":${id},"product_id":${product},${res.requestJson},"resolved_units":${res.resolvedJson},"unit_count":${b.unit_count},` +
+      `"amount":"${b.amount}","currency":${this.currencyJson},"expires_at":"${expires}","breakdown":${res.breakdownJson},` +
+      `"store_version":${JSON.stringify(b.store_version)},"catalogue_version":${this.catalogueVersionJson},"payable_from_balance":${b.payable_from_balance},` +
+      `"how_to_pay":${howBefore}${expires}${howAfter},"pay_with":{"product_id":${product},"currency":${this.currencyJson},${res.requestJson},"quote_id":${id}},"topup_url":${this.topupUrlJson}}`
     );
   }
 
   /**
    * The request digest a quote binds. A unit-list request also keeps the digest of its (sorted,
    * unique) units on the resolved request: its resolved units are that same set, so the quote's
-   * `h` comes from the same sort (see unitsDigest).
+   * `h` comes from the same sort (see resolution).
    */
   private requestDigest(r: Resolved): { mode: 'u' | 'q'; digest: string } {
     if (r.units) {
@@ -462,17 +533,6 @@ export class StoreDrawService implements DrawService {
       return { mode: 'u', digest: r.digests.request };
     }
     return requestDigest({ product_id: r.product.product_id, query: r.query, limit: r.limit }, this.o.bounds.defaultLimit);
-  }
-
-  /** Digest of the canonical resolved unit list (the quote's `h`). */
-  private unitsDigest(r: Resolved, units: CachedUnit[]): string {
-    const want = r.units;
-    if (want && units.length === want.length && units.every((u, i) => u.unit.ref === want[i])) {
-      // The resolved units are the requested list itself (request order, already de-duplicated).
-      r.digests ??= unitsDigests(want);
-      return r.digests.units;
-    }
-    return digest(canonicalUnits(units.map((u) => u.unit.ref)));
   }
 
   /** Verifies the quote's mac and that the request repeats exactly what was quoted. */
@@ -509,7 +569,7 @@ export class StoreDrawService implements DrawService {
     });
   }
 
-  private paidDraw(d: DrawRecord, cached: CachedUnit[]): PaidDraw {
+  private paidDraw(d: DrawRecord, cached: readonly CachedUnit[]): PaidDraw {
     const stored = d.draw as StoredDraw;
     const units = cached.map((u) => u.unit);
     const paid: PaidDraw = {

@@ -30,22 +30,28 @@ export function unitBytes(u: CachedUnit): { canonical: Buffer; json: Buffer } {
   return { canonical, json };
 }
 
-/** A map entry with the tick at which it last moved to the young end. */
+/** A map entry with the tick at which it last moved to the young end, and its weight. */
 interface Slot<V> {
   value: V;
   tick: number;
+  weight: number;
 }
 
 /**
- * An LRU on a Map (insertion order = age). A hit moves the entry to the young end only when it has
- * aged by more than half the capacity since its last move: an entry used within the last max/2
- * moves has at least max/2 entries behind it, so it cannot be the next evicted, and hot entries
- * cost a Map lookup instead of a delete and a re-insert on every hit.
+ * An LRU on a Map (insertion order = age), bounded by the total weight of its entries (1 each
+ * unless `weigh` says otherwise). A hit moves the entry to the young end only when it has aged by
+ * more than half the capacity since its last move: an entry used within the last max/2 moves has
+ * at least max/2 entries behind it, so it cannot be the next evicted, and hot entries cost a Map
+ * lookup instead of a delete and a re-insert on every hit.
  */
-class Lru<V> {
+export class Lru<V> {
   private readonly map = new Map<string, Slot<V>>();
   private tick = 0;
-  constructor(private readonly max: number) {}
+  private total = 0;
+  constructor(
+    private readonly max: number,
+    private readonly weigh: (v: V) => number = () => 1,
+  ) {}
 
   get(key: string): V | undefined {
     const s = this.map.get(key);
@@ -59,9 +65,24 @@ class Lru<V> {
   }
 
   set(key: string, value: V): void {
-    this.map.delete(key);
-    this.map.set(key, { value, tick: ++this.tick });
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string); // oldest first
+    const old = this.map.get(key);
+    if (old) {
+      this.map.delete(key);
+      this.total -= old.weight;
+    }
+    const weight = this.weigh(value);
+    this.map.set(key, { value, tick: ++this.tick, weight });
+    this.total += weight;
+    // Oldest first, but never the entry just added.
+    while (this.total > this.max && this.map.size > 1) {
+      const [k, s] = this.map.entries().next().value as [string, Slot<V>];
+      this.map.delete(k);
+      this.total -= s.weight;
+    }
+  }
+
+  get size(): number {
+    return this.map.size;
   }
 }
 
