@@ -1,0 +1,69 @@
+// The LevelDB ledger writes its group commits through the storage binding's own batch
+// (level/ledger.ts directWriter) instead of abstract-level's batch(): the bytes on disk must be
+// exactly those batch() writes with the ledger's 'json' value encoding, for every kind of value the
+// ledger writes, and a closed database must still refuse with abstract-level's error.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Level } from 'level';
+import { directWriter, openLevelDb } from '../payments/ledger/level/ledger.ts';
+import type { BatchOp } from '../payments/ledger/level/commit.ts';
+
+const values: unknown[] = [
+  { draw_id: 'drw_1', amount_cents: 10, draw: { refs: ['eu.eurlex:32016R0679#p1'], units_sha256: 'ab' } },
+  { text: 'données « protégées » — \u2028 "quoted" \\ \t\n', n: -1.5, ok: true, none: null, list: [] },
+  'a string',
+  42,
+  false,
+  [1, 'two', { three: 3 }],
+];
+
+async function bytesOf(dir: string): Promise<Map<string, string>> {
+  const raw = new Level<string, Buffer>(dir, { valueEncoding: 'buffer' });
+  await raw.open();
+  const out = new Map<string, string>();
+  for await (const [k, v] of raw.iterator()) out.set(k, v.toString('hex'));
+  await raw.close();
+  return out;
+}
+
+test('a direct group-commit batch writes the same bytes as batch() with the json encoding, puts and deletes', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'lds-batch-'));
+  const ops: BatchOp[] = values.map((value, i) => ({ type: 'put', key: `k!${i}`, value }));
+  const written: Map<string, string>[] = [];
+  for (const how of ['public', 'direct'] as const) {
+    const dir = join(root, how);
+    const db = await openLevelDb(dir, { createIfMissing: true });
+    const writer = how === 'public' ? db : directWriter(db);
+    assert.is.not(writer, how === 'direct' ? db : undefined, 'the direct writer is in use');
+    await writer.batch(ops, { sync: true });
+    await writer.batch([{ type: 'del', key: 'k!2' }, { type: 'put', key: 'k!3', value: { replaced: 'é' } }], { sync: true });
+    // Read back through the ledger's own encoding too.
+    assert.equal(await db.get('k!0'), values[0]);
+    assert.equal(await db.get('k!3'), { replaced: 'é' });
+    assert.is(await db.get('k!2'), undefined);
+    await db.close();
+    written.push(await bytesOf(dir));
+  }
+  assert.is(written[1].size, values.length - 1);
+  assert.equal([...written[1]], [...written[0]]);
+});
+
+test('on a closed database the direct writer refuses like batch() and writes nothing', async () => {
+  const dir = join(await mkdtemp(join(tmpdir(), 'lds-batch-')), 'db');
+  const db = await openLevelDb(dir, { createIfMissing: true });
+  const writer = directWriter(db);
+  await db.close();
+  let err: unknown;
+  try {
+    await writer.batch([{ type: 'put', key: 'k', value: { a: 1 } }], { sync: true });
+  } catch (e) {
+    err = e;
+  }
+  assert.match(String((err as { code?: string })?.code), /LEVEL_DATABASE_NOT_OPEN/);
+  assert.is((await bytesOf(dir)).size, 0);
+});
+
+test.run();
