@@ -155,15 +155,9 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     bounds: validator.bounds,
     quoteTtlSeconds: config.quoteTtlSeconds,
     logger,
+    onQuote: (productId) => metrics.quote(productId),
     ...(opts.now ? { now: opts.now } : {}),
   });
-  // Quotes are counted for every transport (HTTP, MCP, A2A): they all ask the service.
-  const quote = service.quote.bind(service);
-  service.quote = async (...args: Parameters<typeof quote>) => {
-    const q = await quote(...args);
-    metrics.quote(q.product_id);
-    return q;
-  };
 
   let draining = false;
   let storeOpen = true;
@@ -339,12 +333,20 @@ function instrumentLedger(ledger: Ledger, metrics: Metrics): Ledger {
       throw err;
     }
   };
+  // Every other member is the ledger's own; methods are bound once, not on every call.
+  const bound = new Map<PropertyKey, unknown>([
+    ['debitDraw', debitDraw],
+    ['creditTopup', creditTopup],
+  ]);
   return new Proxy(ledger, {
     get(target, prop) {
-      if (prop === 'debitDraw') return debitDraw;
-      if (prop === 'creditTopup') return creditTopup;
+      const b = bound.get(prop);
+      if (b !== undefined) return b;
       const v = Reflect.get(target, prop, target) as unknown;
-      return typeof v === 'function' ? v.bind(target) : v;
+      if (typeof v !== 'function') return v;
+      const f = v.bind(target);
+      bound.set(prop, f);
+      return f;
     },
   });
 }

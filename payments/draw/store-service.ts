@@ -69,6 +69,8 @@ export interface DrawServiceOptions {
   unitCacheSize?: number;
   /** Signs every receipt (payments/receipts.ts). */
   receipts: ReceiptSigner;
+  /** Told of every quote given, whichever transport asked (HTTP, MCP, A2A): the metrics count them. */
+  onQuote?: (productId: string) => void;
 }
 
 /** The quote as sent: the interface's fields plus the ready-made paying request and the top-up address. */
@@ -242,7 +244,9 @@ export class StoreDrawService implements DrawService {
 
   async quote(req: DrawRequest, balanceToken?: string): Promise<Quote> {
     const r = this.resolveRequest(req);
-    return this.makeQuote(r, await this.resolution(r), balanceToken);
+    const q = await this.makeQuote(r, await this.resolution(r), balanceToken);
+    this.o.onQuote?.(q.product_id);
+    return q;
   }
 
   // ---------------------------------------------------------------- pay
