@@ -211,14 +211,16 @@ export class StoreDrawService implements DrawService {
     if (!isWellFormedToken(balanceToken)) throw problems.invalidToken();
     const r = this.resolveRequest(req);
     const q = this.verifyQuote(req.quote_id, r);
-    // The balance id (a rotated-in token names its balance's first token hash).
-    const tokenHash = await this.balanceIdOf(balanceToken);
+    // The presented token's hash: the ledger's debit resolves it to its balance (a rotated-in token
+    // names its balance's first token hash; a rotated-away or revoked one none) in the debit itself.
+    const presented = hashToken(balanceToken);
 
     const stale = q.e <= this.now() || q.s !== this.o.store.meta.store_version;
     if (stale) {
       // A paid quote stays paid: replay it (or refuse another balance) before offering a new one.
+      const balanceId = await this.balanceIdOf(balanceToken);
       const prior = await this.findDraw(req.quote_id);
-      if (prior) return this.fromRecord(prior, tokenHash, r);
+      if (prior) return this.fromRecord(prior, balanceId, r);
       throw problems.expired(await this.makeQuote(r, await this.resolveUnits(r), balanceToken));
     }
 
@@ -229,15 +231,17 @@ export class StoreDrawService implements DrawService {
     }
     const sha = unitsSha256(units);
     const stored: StoredDraw = { refs: units.map((u) => u.unit.ref), units_sha256: sha, catalogue_version: this.o.catalogue.version, store_version: q.s };
-    const res = await this.o.ledger.debitDraw(tokenHash, { quoteId: req.quote_id, amountCents: q.a, currency: q.c, productId: q.p, draw: stored });
+    const res = await this.o.ledger.debitDraw(presented, { quoteId: req.quote_id, amountCents: q.a, currency: q.c, productId: q.p, draw: stored });
     switch (res.kind) {
       case 'ok':
-        this.o.logger?.info({ draw: res.draw.draw_id, product: q.p, units: units.length, amount_cents: q.a, balance: tokenHint(tokenHash) }, 'draw paid');
+        this.o.logger?.info({ draw: res.draw.draw_id, product: q.p, units: units.length, amount_cents: q.a, balance: tokenHint(res.draw.token_hash) }, 'draw paid');
         return this.paidDraw(res.draw, units);
       case 'replay':
-        return this.fromRecord(res.draw, tokenHash, r);
+        return this.fromRecord(res.draw, res.draw.token_hash, r);
+      case 'revoked':
+        throw problems.revokedToken();
       case 'other_balance':
-        throw await this.notThisBalance(tokenHash);
+        throw await this.notThisBalance(await this.balanceIdOf(balanceToken));
       case 'insufficient':
         throw problems.insufficient(this.quoteView(r, units, req.quote_id, q, false), q.a, res.balanceCents, this.topupUrl);
       case 'unknown_balance':
