@@ -9,8 +9,10 @@
 //   - the business record is inserted next: its UNIQUE claim (quote, challenge, payment) makes a
 //     duplicate fail the whole statement, debit included, even when it comes from another instance;
 //   - then the two double-entry lines and the statement line.
-// A statement that moved nothing (no such balance, insufficient funds) or hit a claim is then
-// explained by a read; nothing is ever decided by reading first and writing after in Node.
+// A paid draw's statement first resolves the token the buyer presented (DEBIT_SQL `tok`), so the
+// draw is one round trip and is decided, token included, by that statement's snapshot.
+// A statement that moved nothing (revoked token, no such balance, insufficient funds) or hit a claim
+// is then explained by reads; nothing is ever decided by reading first and writing after in Node.
 // Serialization failures and deadlocks (40001, 40P01) roll the statement back and are retried with
 // jittered backoff; a lost connection or a database that is down is a LedgerUnavailableError (503),
 // and the pool reconnects by itself when the database returns.
