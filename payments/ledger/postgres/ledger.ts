@@ -9,7 +9,7 @@
 //   - the business record is inserted next: its UNIQUE claim (quote, challenge, payment) makes a
 //     duplicate fail the whole statement, debit included, even when it comes from another instance;
 //   - then the two double-entry lines and the statement line.
-// A paid draw's statement first resolves the token the buyer presented (DEBIT_SQL `tok`), so the
+// A paid draw's statement itself resolves the token the buyer presented (DEBIT_SQL), so the
 // draw is one round trip and is decided, token included, by that statement's snapshot.
 // A statement that moved nothing (revoked token, no such balance, insufficient funds) or hit a claim
 // is then explained by reads; nothing is ever decided by reading first and writing after in Node.
@@ -567,20 +567,18 @@ export function debitParams(tokenHash: string, drawId: string, input: DebitDrawI
 export const DEBIT_STATEMENT = 'lds_debit_draw_v2';
 
 /**
- * `tok` resolves the presented token within the statement's snapshot (ledger.ts resolveToken): no
- * row in lds_tokens → the hash is its own balance id; a live row → its balance; a revoked row → no
- * row at all, so nothing below happens. Everything after it uses the balance id it yields, so the
- * draw, its entries and its statement line name the balance, as on LevelDB.
+ * The UPDATE's key resolves the presented token within the statement's snapshot (ledger.ts
+ * resolveToken), as a one-time index probe of lds_tokens (an InitPlan): no row → the hash is its own
+ * balance id; a live row → its balance; a revoked row → '' , which names no balance, so nothing
+ * below happens. Everything after it uses the balance id the UPDATE returns, so the draw, its entries
+ * and its statement line name the balance, as on LevelDB.
  */
 export const DEBIT_SQL = `
-WITH tok AS (
-  SELECT COALESCE(t.balance, $1::text) AS balance
-  FROM (VALUES (1)) AS one LEFT JOIN lds_tokens t ON t.token_hash = $1::text
-  WHERE t.revoked_at IS NULL
-), bal AS (
-  UPDATE lds_balances SET cents = cents - $3::bigint FROM tok
-  WHERE lds_balances.token_hash = tok.balance AND currency = $4 AND cents >= $3::bigint
-  RETURNING lds_balances.token_hash, cents
+WITH bal AS (
+  UPDATE lds_balances SET cents = cents - $3::bigint
+  WHERE token_hash = COALESCE((SELECT CASE WHEN t.revoked_at IS NULL THEN t.balance ELSE '' END FROM lds_tokens t WHERE t.token_hash = $1::text), $1::text)
+    AND currency = $4 AND cents >= $3::bigint
+  RETURNING token_hash, cents
 ), drw AS (
   INSERT INTO lds_draws (draw_id, quote_id, token_hash, amount_cents, currency, product_id, balance_after_cents, at, draw)
   SELECT $2, $5, bal.token_hash, $3::bigint, $4, $6, bal.cents, $7, $8 FROM bal
