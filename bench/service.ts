@@ -277,6 +277,8 @@ function rawLevelRunner(db: Level<string, unknown>): Runner {
  * The ledger's debit statement issued straight from the Node client: CONNECTIONS concurrent loops
  * over a pool of the service's size, round-robin over the same balances, each with a fresh quote
  * id and the draw record of a real paid draw. No HTTP, no checks, no JSON answer: the ceiling.
+ * The hashes are those of the balances' own tokens, as the paid draws present them: the statement's
+ * token resolution (an index probe of lds_tokens finding no row) is part of both sides.
  */
 function rawPgRunner(pool: pg.Pool, hashes: string[], draw: unknown): Runner {
   let n = 0;

@@ -256,14 +256,16 @@ export class StoreDrawService implements DrawService {
     if (!isWellFormedToken(balanceToken)) throw problems.invalidToken();
     const r = this.resolveRequest(req);
     const q = this.verifyQuote(req.quote_id, r);
-    // The balance id (a rotated-in token names its balance's first token hash).
-    const tokenHash = await this.balanceIdOf(balanceToken);
+    // The presented token's hash: the ledger's debit resolves it to its balance (a rotated-in token
+    // names its balance's first token hash; a rotated-away or revoked one none) in the debit itself.
+    const presented = hashToken(balanceToken);
 
     const stale = q.e <= this.now() || q.s !== this.o.store.meta.store_version;
     if (stale) {
       // A paid quote stays paid: replay it (or refuse another balance) before offering a new one.
+      const balanceId = await this.balanceIdOf(balanceToken);
       const prior = await this.findDraw(req.quote_id);
-      if (prior) return this.fromRecord(prior, tokenHash, r);
+      if (prior) return this.fromRecord(prior, balanceId, r);
       throw problems.expired(await this.makeQuote(r, await this.resolution(r), balanceToken));
     }
 
@@ -275,15 +277,17 @@ export class StoreDrawService implements DrawService {
     const units = res.units;
     res.sha256 ??= unitsSha256(units);
     const stored: StoredDraw = { refs: [...res.resolvedRefs], units_sha256: res.sha256, catalogue_version: this.o.catalogue.version, store_version: q.s };
-    const debit = await this.o.ledger.debitDraw(tokenHash, { quoteId: req.quote_id, amountCents: q.a, currency: q.c, productId: q.p, draw: stored });
+    const debit = await this.o.ledger.debitDraw(presented, { quoteId: req.quote_id, amountCents: q.a, currency: q.c, productId: q.p, draw: stored });
     switch (debit.kind) {
       case 'ok':
-        this.o.logger?.info({ draw: debit.draw.draw_id, product: q.p, units: units.length, amount_cents: q.a, balance: tokenHint(tokenHash) }, 'draw paid');
+        this.o.logger?.info({ draw: debit.draw.draw_id, product: q.p, units: units.length, amount_cents: q.a, balance: tokenHint(debit.draw.token_hash) }, 'draw paid');
         return this.paidDraw(debit.draw, units);
       case 'replay':
-        return this.fromRecord(debit.draw, tokenHash, r);
+        return this.fromRecord(debit.draw, debit.draw.token_hash, r);
+      case 'revoked':
+        throw problems.revokedToken();
       case 'other_balance':
-        throw await this.notThisBalance(tokenHash);
+        throw await this.notThisBalance(await this.balanceIdOf(balanceToken));
       case 'insufficient':
         throw problems.insufficient(this.quoteView(r, res, req.quote_id, q, false), q.a, debit.balanceCents, this.topupUrl);
       case 'unknown_balance':

@@ -47,7 +47,9 @@ export type DebitDrawResult =
   | { kind: 'other_balance' }
   | { kind: 'insufficient'; balanceCents: number; currency: string }
   | { kind: 'unknown_balance' }
-  | { kind: 'currency_mismatch'; balanceCurrency: string };
+  | { kind: 'currency_mismatch'; balanceCurrency: string }
+  /** the presented token was rotated or revoked: it names no balance (the service answers 401), nothing debited */
+  | { kind: 'revoked' };
 
 export interface CreditTopupInput {
   tokenHash: string;
@@ -161,7 +163,16 @@ export interface Ledger {
   /** Where the ledger lives, safe to log: a directory, or a database URL without its password. */
   readonly location: string;
 
-  /** Debits a balance for a quote, exactly once per quote id. */
+  /**
+   * Debits a balance for a quote, exactly once per quote id. `tokenHash` is the hash of the token
+   * the buyer presented: the ledger resolves it as resolveToken does (its own balance, the balance
+   * it was rotated into, or 'revoked') in the same transaction as the debit - on PostgreSQL inside
+   * the one debit statement, so a paid draw is one round trip and a draw racing a rotation or
+   * revocation is decided by one snapshot (ordered entirely before or after it). The draw record,
+   * a replay's comparison and the statement line carry the BALANCE id, never the presented hash.
+   * Answers, in this order: revoked; replay / other_balance (the quote is paid already);
+   * unknown_balance, currency_mismatch, insufficient; ok.
+   */
   debitDraw(tokenHash: string, input: DebitDrawInput): Promise<DebitDrawResult>;
   /** Credits (or creates) a balance for a processor payment, exactly once per challenge and payment. */
   creditTopup(input: CreditTopupInput): Promise<CreditTopupResult>;

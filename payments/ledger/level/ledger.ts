@@ -167,12 +167,17 @@ export class LevelLedger implements Ledger {
     // waits for - is not held across a database read (the look-up of a fresh quote is a LevelDB
     // get on the thread pool; under the balance lock it capped draws per balance at 1/get latency).
     const result = await this.locks.run(`q:${input.quoteId}`, async (): Promise<DebitDrawResult> => {
+      // The presented token names a balance (resolveToken; its record is cached once read), or
+      // none: a rotated-away or revoked token is refused before anything else, as on PostgreSQL.
+      const token = await this.loadToken(tokenHash);
+      if (token?.revoked_at) return { kind: 'revoked' };
+      const balanceId = token ? token.balance : tokenHash;
       const prior = await this.findDrawByQuote(input.quoteId);
       if (prior) {
-        return hashesEqual(prior.token_hash, tokenHash) ? { kind: 'replay', draw: prior } : { kind: 'other_balance' };
+        return hashesEqual(prior.token_hash, balanceId) ? { kind: 'replay', draw: prior } : { kind: 'other_balance' };
       }
-      return this.locks.run(`b:${tokenHash}`, async (): Promise<DebitDrawResult> => {
-        const bal = await this.loadBalance(tokenHash);
+      return this.locks.run(`b:${balanceId}`, async (): Promise<DebitDrawResult> => {
+        const bal = await this.loadBalance(balanceId);
         if (!bal) return { kind: 'unknown_balance' };
         if (bal.currency !== input.currency) return { kind: 'currency_mismatch', balanceCurrency: bal.currency };
         if (bal.cents < input.amountCents) return { kind: 'insufficient', balanceCents: bal.cents, currency: bal.currency };
@@ -185,7 +190,7 @@ export class LevelLedger implements Ledger {
         const draw: DrawRecord = {
           draw_id: drawId,
           quote_id: input.quoteId,
-          token_hash: tokenHash,
+          token_hash: balanceId,
           amount_cents: input.amountCents,
           currency: input.currency,
           ...(input.productId !== undefined ? { product_id: input.productId } : {}),
@@ -196,14 +201,14 @@ export class LevelLedger implements Ledger {
         const newBal: BalanceRecord = { ...bal, cents: after, last_seq: creditSeq };
         const ops: BatchOp[] = [
           put(K.draw(drawId), draw),
-          put(K.quote(input.quoteId), { draw_id: drawId, token_hash: tokenHash } satisfies ClaimRecord),
+          put(K.quote(input.quoteId), { draw_id: drawId, token_hash: balanceId } satisfies ClaimRecord),
           ...drawEntries(draw, debitSeq, creditSeq).map((e) => put(K.entry(e.seq), e)),
-          put(K.balance(tokenHash), newBal),
-          put(K.statement(tokenHash, debitSeq), statementLine({ kind: 'draw', ...draw })),
+          put(K.balance(balanceId), newBal),
+          put(K.statement(balanceId, debitSeq), statementLine({ kind: 'draw', ...draw })),
         ];
         this.faults?.commit('before-commit', 'debit');
         commit.durable = this.enqueue(ops, 'debit');
-        this.balances.set(tokenHash, newBal);
+        this.balances.set(balanceId, newBal);
         this.trackPending(this.pendingDraws, input.quoteId, draw, commit.durable);
         return { kind: 'ok', draw, balanceAfterCents: after };
       });
@@ -380,6 +385,10 @@ export class LevelLedger implements Ledger {
     const cached = this.tokens.get(hash);
     if (cached !== undefined) return cached;
     const rec = ((await this.db.get(K.token(hash))) as TokenRecord | undefined) ?? null;
+    // A rotation or revocation may have set the record while this read was on the thread pool (it
+    // sets the cache before its batch is written): that record is newer than what was read.
+    const changed = this.tokens.get(hash);
+    if (changed !== undefined) return changed;
     if (this.tokens.size > 100_000) this.tokens.clear();
     this.tokens.set(hash, rec);
     return rec;

@@ -9,8 +9,10 @@
 //   - the business record is inserted next: its UNIQUE claim (quote, challenge, payment) makes a
 //     duplicate fail the whole statement, debit included, even when it comes from another instance;
 //   - then the two double-entry lines and the statement line.
-// A statement that moved nothing (no such balance, insufficient funds) or hit a claim is then
-// explained by a read; nothing is ever decided by reading first and writing after in Node.
+// A paid draw's statement itself resolves the token the buyer presented (DEBIT_SQL), so the
+// draw is one round trip and is decided, token included, by that statement's snapshot.
+// A statement that moved nothing (revoked token, no such balance, insufficient funds) or hit a claim
+// is then explained by reads; nothing is ever decided by reading first and writing after in Node.
 // Serialization failures and deadlocks (40001, 40P01) roll the statement back and are retried with
 // jittered backoff; a lost connection or a database that is down is a LedgerUnavailableError (503),
 // and the pool reconnects by itself when the database returns.
@@ -135,13 +137,14 @@ export class PgLedger implements Ledger {
     for (let attempt = 0; ; attempt++) {
       let claimed = false;
       try {
-        const r = await this.changeQuery<{ balance_after_cents: string }>('debit', DEBIT_SQL, debitParams(tokenHash, drawId, input, at), DEBIT_STATEMENT);
+        // One statement: the presented token resolved to its balance, and that balance debited.
+        const r = await this.changeQuery<{ token_hash: string; balance_after_cents: string }>('debit', DEBIT_SQL, debitParams(tokenHash, drawId, input, at), DEBIT_STATEMENT);
         if (r.rows.length === 1) {
           const after = int(r.rows[0].balance_after_cents);
           const draw: DrawRecord = {
             draw_id: drawId,
             quote_id: input.quoteId,
-            token_hash: tokenHash,
+            token_hash: r.rows[0].token_hash, // the balance id, which the presented token names
             amount_cents: input.amountCents,
             currency: input.currency,
             ...(input.productId !== undefined ? { product_id: input.productId } : {}),
@@ -155,15 +158,18 @@ export class PgLedger implements Ledger {
         if (!isUniqueViolation(err)) throw err;
         claimed = true; // the quote (or, never in practice, the random draw id) is taken
       }
-      // Nothing moved: explain why from durable state.
+      // Nothing moved: explain why from durable state (off the hot path: several reads).
+      const who = await this.resolveToken(tokenHash);
+      if (who.kind === 'revoked') return { kind: 'revoked' };
+      const balance = who.balance;
       const prior = await this.findDrawByQuote(input.quoteId);
-      if (prior) return hashesEqual(prior.token_hash, tokenHash) ? { kind: 'replay', draw: prior } : { kind: 'other_balance' };
-      const bal = await this.getBalance(tokenHash);
+      if (prior) return hashesEqual(prior.token_hash, balance) ? { kind: 'replay', draw: prior } : { kind: 'other_balance' };
+      const bal = await this.getBalance(balance);
       if (!bal) return { kind: 'unknown_balance' };
       if (bal.currency !== input.currency) return { kind: 'currency_mismatch', balanceCurrency: bal.currency };
       if (bal.cents < input.amountCents) return { kind: 'insufficient', balanceCents: bal.cents, currency: bal.currency };
       // The state changed between the statement and the read (a top-up landed, a claimant rolled
-      // back): try again, a bounded number of times.
+      // back, the token was rotated in): try again, a bounded number of times.
       if (attempt >= MAX_ATTEMPTS) throw new LedgerUnavailableError(`debit of quote ${input.quoteId.slice(0, 16)}… kept racing (${claimed ? 'claim' : 'balance'})`);
     }
   }
@@ -545,40 +551,49 @@ export class PgLedger implements Ledger {
 }
 
 // ---- SQL of the two state changes (see the file comment) ----
-// $1 token hash, $2 draw id, $3 amount, $4 currency, $5 quote id, $6 product id, $7 at, $8 draw JSON,
-// $9 txn, $10 balance account. Exported with its parameters for bench/service.ts, whose raw loop
-// issues exactly this statement straight from the Node client (the ceiling of a paid draw).
+// $1 presented token hash, $2 draw id, $3 amount, $4 currency, $5 quote id, $6 product id, $7 at,
+// $8 draw JSON, $9 txn. Exported with its parameters for bench/service.ts, whose raw loop issues
+// exactly this statement straight from the Node client (the ceiling of a paid draw).
 export function debitParams(tokenHash: string, drawId: string, input: DebitDrawInput, at: string): unknown[] {
-  return [tokenHash, drawId, input.amountCents, input.currency, input.quoteId, input.productId ?? null, at, JSON.stringify(input.draw ?? null), txnOf.draw(drawId), ACCOUNT.balance(tokenHash)];
+  return [tokenHash, drawId, input.amountCents, input.currency, input.quoteId, input.productId ?? null, at, JSON.stringify(input.draw ?? null), txnOf.draw(drawId)];
 }
 
 /**
  * The debit is a named prepared statement: each pooled connection parses and plans it once, then
  * sends only its parameters (measured on the benchmark: the 1.4 KB statement was parsed and planned
- * by PostgreSQL on every paid draw, on the cores the service shares with it).
+ * by PostgreSQL on every paid draw, on the cores the service shares with it). The name carries a
+ * version: a connection caches a prepared statement by name, so changed SQL needs a new name.
  */
-export const DEBIT_STATEMENT = 'lds_debit_draw_v1';
+export const DEBIT_STATEMENT = 'lds_debit_draw_v2';
 
+/**
+ * The UPDATE's key resolves the presented token within the statement's snapshot (ledger.ts
+ * resolveToken), as a one-time index probe of lds_tokens (an InitPlan): no row → the hash is its own
+ * balance id; a live row → its balance; a revoked row → '' , which names no balance, so nothing
+ * below happens. Everything after it uses the balance id the UPDATE returns, so the draw, its entries
+ * and its statement line name the balance, as on LevelDB.
+ */
 export const DEBIT_SQL = `
 WITH bal AS (
   UPDATE lds_balances SET cents = cents - $3::bigint
-  WHERE token_hash = $1 AND currency = $4 AND cents >= $3::bigint
-  RETURNING cents
+  WHERE token_hash = COALESCE((SELECT CASE WHEN t.revoked_at IS NULL THEN t.balance ELSE '' END FROM lds_tokens t WHERE t.token_hash = $1::text), $1::text)
+    AND currency = $4 AND cents >= $3::bigint
+  RETURNING token_hash, cents
 ), drw AS (
   INSERT INTO lds_draws (draw_id, quote_id, token_hash, amount_cents, currency, product_id, balance_after_cents, at, draw)
-  SELECT $2, $5, $1, $3::bigint, $4, $6, bal.cents, $7, $8 FROM bal
-  RETURNING balance_after_cents
+  SELECT $2, $5, bal.token_hash, $3::bigint, $4, $6, bal.cents, $7, $8 FROM bal
+  RETURNING token_hash, balance_after_cents
 ), seqs AS (
   SELECT nextval('lds_entry_seq') AS debit_seq, nextval('lds_entry_seq') AS credit_seq FROM drw
 ), ent AS (
   INSERT INTO lds_entries (seq, txn, account, cents, currency, at)
-  SELECT debit_seq, $9, $10, -($3::bigint), $4, $7 FROM seqs
+  SELECT debit_seq, $9, '${ACCOUNT.balance('')}' || drw.token_hash, -($3::bigint), $4, $7 FROM seqs, drw
   UNION ALL SELECT credit_seq, $9, '${ACCOUNT.revenue}', $3::bigint, $4, $7 FROM seqs
 ), stm AS (
   INSERT INTO lds_statement (token_hash, seq, kind, id, amount_cents, currency, balance_after_cents, at, quote_id, product_id)
-  SELECT $1, seqs.debit_seq, 'draw', $2, $3::bigint, $4, drw.balance_after_cents, $7, $5, $6 FROM seqs, drw
+  SELECT drw.token_hash, seqs.debit_seq, 'draw', $2, $3::bigint, $4, drw.balance_after_cents, $7, $5, $6 FROM seqs, drw
 )
-SELECT balance_after_cents FROM drw`;
+SELECT token_hash, balance_after_cents FROM drw`;
 
 // $1 token hash, $2 top-up id, $3 amount, $4 currency, $5 processor, $6 challenge id, $7 payment ref,
 // $8 at, $9 credential sha256, $10 txn, $11 balance account, $12 clearing account
