@@ -69,6 +69,8 @@ interface Figures {
   note?: string;
   /** Server children's CPU (user + system) per request, µs. */
   serverUs?: number;
+  /** PostgreSQL's CPU (postmaster and every backend) per request, µs: on the PostgreSQL rows. */
+  dbUs?: number;
   /** Load generator (this process) CPU during the run, % of one core. */
   loadgenPct?: number;
   /** Bytes received per response (status line, headers and body). */
@@ -87,6 +89,39 @@ async function cpuMs(pid: number | undefined): Promise<number> {
     return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
   } catch {
     return 0;
+  }
+}
+/**
+ * The CPU of a local PostgreSQL, in ms: its postmaster and every process it started (the backends
+ * serving the pools). Set once the PostgreSQL rows start; a database on another machine is not
+ * measured (no such processes here).
+ */
+let dbPostmaster: number | undefined;
+async function dbCpuMs(): Promise<number | undefined> {
+  if (dbPostmaster === undefined) return undefined;
+  let sum = await cpuMs(dbPostmaster);
+  for (const entry of await readdir('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(f[1]) === dbPostmaster) sum += ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+    } catch {
+      // the process ended
+    }
+  }
+  return sum;
+}
+/** The postmaster of the server behind `url`, when it runs on this machine (the parent of our backend). */
+async function postmasterOf(url: string): Promise<number | undefined> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const backend = Number((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+    const stat = await readFile(`/proc/${backend}/stat`, 'utf8').catch(() => undefined);
+    return stat ? Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) : undefined;
+  } finally {
+    await c.end();
   }
 }
 const cpuOf = async (procs: ChildProcess[]) => (await Promise.all(procs.map((p) => cpuMs(p.pid)))).reduce((a, b) => a + b, 0);
@@ -171,6 +206,8 @@ interface Part {
   bytes: number;
   cpuMs: number;
   selfMs: number;
+  /** PostgreSQL's CPU during the run (dbCpuMs), when measured. */
+  dbMs?: number;
   bad: string[];
 }
 
@@ -220,6 +257,7 @@ function merge(name: string, parts: Part[], servers: boolean): Figures {
     p50: Math.max(...parts.map((p) => p.p50)),
     p99: Math.max(...parts.map((p) => p.p99)),
     ...(servers && total > 0 ? { serverUs: (cpu * 1000) / total } : {}),
+    ...(parts.every((p) => p.dbMs !== undefined) && total > 0 ? { dbUs: (parts.reduce((a, p) => a + p.dbMs!, 0) * 1000) / total } : {}),
     loadgenPct: (parts.reduce((a, p) => a + p.selfMs, 0) / 1000 / secs) * 100,
     wireBytes: parts.reduce((a, p) => a + p.bytes, 0) / total,
     ...(bad.length ? { note: `unexpected: ${bad.join(' ')}` } : {}),
@@ -239,10 +277,17 @@ async function pair(a: { name: string; run: Runner; servers: boolean }, b: { nam
   }
   const pa: Part[] = [];
   const pb: Part[] = [];
-  pa.push(await a.run(HALF));
-  pb.push(await b.run(HALF));
-  pb.push(await b.run(HALF));
-  pa.push(await a.run(HALF));
+  // PostgreSQL's CPU over each half, when a local one is being measured.
+  const run = async (r: Runner): Promise<Part> => {
+    const db0 = await dbCpuMs();
+    const part = await r(HALF);
+    const db1 = await dbCpuMs();
+    return db0 === undefined || db1 === undefined ? part : { ...part, dbMs: db1 - db0 };
+  };
+  pa.push(await run(a.run));
+  pb.push(await run(b.run));
+  pb.push(await run(b.run));
+  pa.push(await run(a.run));
   return [merge(a.name, pa, a.servers), merge(b.name, pb, b.servers)];
 }
 
@@ -502,6 +547,7 @@ async function main() {
       const u = new URL(adminUrl);
       u.pathname = `/${dbName}`;
       const ledgerUrl = u.toString();
+      dbPostmaster = await postmasterOf(adminUrl);
       try {
         const a = await startService('pg-a', { LDS_LEDGER_URL: ledgerUrl });
         const pgTokens = await balances(a.base, 8);
@@ -538,11 +584,11 @@ async function main() {
     if (ONLY.has('startup')) results.push(...(await startupTimes(envFor('startup'))));
 
     console.log(`\nService benchmark — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${SECONDS}s per target (A B B A halves), ${CONNECTIONS} connections, ${new Date().toISOString()}\n`);
-    console.log('| run | requests/s | p50 ms | p99 ms | server CPU µs/req | load generator CPU | bytes/response on the wire | load average (1 5 15 min) at end |');
-    console.log('|---|---:|---:|---:|---:|---:|---:|---|');
+    console.log('| run | requests/s | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | load generator CPU | bytes/response on the wire | load average (1 5 15 min) at end |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---|');
     for (const r of results) {
       const f = (x: number | undefined, d = 0) => (x === undefined || Number.isNaN(x) ? '' : x.toFixed(d));
-      console.log(`| ${r.name} | ${f(r.rps)} | ${f(r.p50, 2)} | ${f(r.p99, 2)} | ${f(r.serverUs)} | ${r.loadgenPct === undefined ? '' : `${r.loadgenPct.toFixed(0)}%`} | ${r.wireBytes ? f(r.wireBytes) : ''} | ${r.load} |${r.note ? ` ${r.note}` : ''}`);
+      console.log(`| ${r.name} | ${f(r.rps)} | ${f(r.p50, 2)} | ${f(r.p99, 2)} | ${f(r.serverUs)} | ${f(r.dbUs)} | ${r.loadgenPct === undefined ? '' : `${r.loadgenPct.toFixed(0)}%`} | ${r.wireBytes ? f(r.wireBytes) : ''} | ${r.load} |${r.note ? ` ${r.note}` : ''}`);
     }
     console.log('\n(start-up rows: p50 = median ms, p99 = slowest of 3 ms)\n');
     for (const r of ratios) console.log(r);
