@@ -8,21 +8,9 @@ import fc from 'fast-check';
 import { rejects } from 'node:assert/strict';
 import type { DebitDrawResult, Ledger } from '../payments/ledger/ledger.ts';
 import { GroupCommitter, type BatchOp } from '../payments/ledger/level/commit.ts';
-import { BACKEND, openTestLedger } from './helpers/ledgers.ts';
+import { BACKEND, debit, fund, openTestLedger } from './helpers/ledgers.ts';
 import { newBalanceToken } from '../payments/tokens.ts';
 
-let challengeSeq = 0;
-async function fund(ledger: Ledger, cents: number, hash?: string): Promise<string> {
-  const h = hash ?? newBalanceToken().hash;
-  const n = ++challengeSeq;
-  const r = await ledger.creditTopup({ tokenHash: h, createBalance: !hash, amountCents: cents, currency: 'EUR', processor: 'sandbox', challengeId: `ch_${n}`, paymentRef: `pi_${n}` });
-  assert.is(r.kind, 'ok');
-  return h;
-}
-
-function debit(ledger: Ledger, hash: string, quoteId: string, cents: number): Promise<DebitDrawResult> {
-  return ledger.debitDraw(hash, { quoteId, amountCents: cents, currency: 'EUR', productId: 'svc-language-eu', draw: { units_sha256: 'ab'.repeat(32), quote: quoteId } });
-}
 
 test('200 concurrent debits of distinct quotes against a balance covering only some', async () => {
   const t = await openTestLedger();

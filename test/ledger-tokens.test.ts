@@ -7,21 +7,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { DebitDrawResult, Ledger } from '../payments/ledger/ledger.ts';
-import { openTestLedger } from './helpers/ledgers.ts';
+import { debit, fund, openTestLedger } from './helpers/ledgers.ts';
 import { newBalanceToken } from '../payments/tokens.ts';
 
-let challengeSeq = 0;
-async function fund(ledger: Ledger, cents: number): Promise<string> {
-  const h = newBalanceToken().hash;
-  const n = ++challengeSeq;
-  const r = await ledger.creditTopup({ tokenHash: h, createBalance: true, amountCents: cents, currency: 'EUR', processor: 'sandbox', challengeId: `ch_${n}`, paymentRef: `pi_${n}` });
-  assert.is(r.kind, 'ok');
-  return h;
-}
-
-function debit(ledger: Ledger, hash: string, quoteId: string, cents: number): Promise<DebitDrawResult> {
-  return ledger.debitDraw(hash, { quoteId, amountCents: cents, currency: 'EUR', productId: 'svc-language-eu', draw: { units_sha256: 'ab'.repeat(32), quote: quoteId } });
-}
 
 async function records(ledger: Ledger): Promise<Map<string, unknown>> {
   return ledger.readSnapshot(async (rs) => {

@@ -4,7 +4,8 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Ledger } from '../../payments/ledger/ledger.ts';
+import type { DebitDrawResult, Ledger } from '../../payments/ledger/ledger.ts';
+import { newBalanceToken } from '../../payments/tokens.ts';
 import { openLedger, type LedgerSettings } from '../../payments/ledger/open.ts';
 import { verifyLedgerAt } from '../../payments/ledger/ops.ts';
 import type { Violation } from '../../payments/ledger/verify.ts';
@@ -65,4 +66,19 @@ export async function ledgerRecords(s: LedgerSettings): Promise<Map<string, any>
   } finally {
     await ledger.close();
   }
+}
+
+let challengeSeq = 0;
+/** Credits a new balance (or, given its hash, an existing one) with a unique sandbox top-up; returns the balance's hash. */
+export async function fund(ledger: Ledger, cents: number, hash?: string): Promise<string> {
+  const h = hash ?? newBalanceToken().hash;
+  const n = ++challengeSeq;
+  const r = await ledger.creditTopup({ tokenHash: h, createBalance: !hash, amountCents: cents, currency: 'EUR', processor: 'sandbox', challengeId: `ch_${n}`, paymentRef: `pi_${n}` });
+  if (r.kind !== 'ok') throw new Error(`funding failed: ${r.kind}`);
+  return h;
+}
+
+/** A draw debit at the ledger interface for `quoteId` (a stand-in draw record naming the quote). */
+export function debit(ledger: Ledger, hash: string, quoteId: string, cents: number): Promise<DebitDrawResult> {
+  return ledger.debitDraw(hash, { quoteId, amountCents: cents, currency: 'EUR', productId: 'svc-language-eu', draw: { units_sha256: 'ab'.repeat(32), quote: quoteId } });
 }
