@@ -169,8 +169,8 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
   const production = env.NODE_ENV === 'production';
   const paths = dataPaths(env);
   const { secretsDir } = paths;
-  // Same variable and default as payments/processors/index.ts (processorFromEnv), which builds it.
   if (paths.ledgerUrl && !isPostgresUrl(paths.ledgerUrl)) throw new ConfigError('LDS_LEDGER_URL must be a postgres:// (or postgresql://) URL');
+  // Unset: sandbox for a local start, stripe under NODE_ENV=production (never silently fake payments).
   const processor = (env.PAYMENT_PROCESSOR || (production ? 'stripe' : 'sandbox')) as ProcessorName;
   if (processor !== 'sandbox' && processor !== 'stripe') throw new ConfigError(`PAYMENT_PROCESSOR must be sandbox or stripe: ${processor}`);
   if (production && processor === 'sandbox') throw new ConfigError('NODE_ENV=production refuses the sandbox payment processor: set PAYMENT_PROCESSOR=stripe, STRIPE_SECRET_KEY and STRIPE_NETWORK_ID');

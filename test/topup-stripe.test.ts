@@ -8,7 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { Credential, Receipt } from 'mppx';
 import { Mppx, stripe } from 'mppx/client';
 import { createStripeProcessor, stripeProcessorFromEnv } from '../payments/processors/stripe.ts';
-import { processorFromEnv } from '../payments/processors/index.ts';
+import { loadConfig } from '../payments/config.ts';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PROBLEM_BASE } from '../payments/problem.ts';
 import { hashToken } from '../payments/tokens.ts';
 import { postJson, startTopupApp, type TopupApp } from './helpers/topup-app.ts';
@@ -205,9 +208,25 @@ test('configuration from env', () => {
   const p = stripeProcessorFromEnv({ STRIPE_SECRET_KEY: 'sk_test_x', STRIPE_PROFILE_ID: 'prof_1', STRIPE_API_BASE: `http://127.0.0.1:${fake.port}` });
   assert.is(p.name, 'stripe');
   assert.is(p.networkId, 'prof_1');
-  assert.is(processorFromEnv({}).name, 'sandbox');
-  assert.throws(() => processorFromEnv({ NODE_ENV: 'production' }), /STRIPE_SECRET_KEY/); // never silently the sandbox
-  assert.throws(() => processorFromEnv({ NODE_ENV: 'production', PAYMENT_PROCESSOR: 'sandbox' }), /production/);
+});
+
+test('the processor is chosen by the configuration: sandbox locally, never silently under production', async () => {
+  const varDir = await mkdtemp(join(tmpdir(), 'lds-processor-'));
+  assert.is((await loadConfig({}, { LDS_VAR_DIR: varDir })).processor, 'sandbox');
+  assert.is((await loadConfig({}, { LDS_VAR_DIR: varDir, PAYMENT_PROCESSOR: 'stripe', STRIPE_SECRET_KEY: 'sk_test_x' })).processor, 'stripe');
+  for (const [env, re] of [
+    [{ NODE_ENV: 'production' }, /STRIPE_SECRET_KEY/],
+    [{ NODE_ENV: 'production', PAYMENT_PROCESSOR: 'sandbox' }, /production refuses the sandbox/],
+    [{ PAYMENT_PROCESSOR: 'paypal' }, /PAYMENT_PROCESSOR must be sandbox or stripe/],
+  ] as const) {
+    let err: unknown;
+    try {
+      await loadConfig({}, { LDS_VAR_DIR: varDir, ...env });
+    } catch (e) {
+      err = e;
+    }
+    assert.match(String((err as Error)?.message), re);
+  }
 });
 
 test.run();
