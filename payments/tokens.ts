@@ -4,7 +4,7 @@
 // keeps only its SHA-256, so a copy of the ledger cannot be used to spend anyone's balance, and the
 // hash doubles as the balance id inside the ledger. Tokens never go into logs or URLs: callers log
 // at most `tokenHint(hash)`.
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const BALANCE_TOKEN_PREFIX = 'lds_bal_';
 const TOKEN_BYTES = 32; // 256 bits
@@ -37,7 +37,7 @@ export function balanceTokenForChallenge(secret: string, challengeId: string): N
 
 /** Hex SHA-256 of a UTF-8 string: how secrets (tokens, payment credentials) are kept. */
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+  return hash('sha256', text, 'hex'); // one-shot: no Hash object per call (every paid draw hashes its token)
 }
 
 /** Hex SHA-256 of a token string. */

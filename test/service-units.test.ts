@@ -12,6 +12,7 @@ import { QuoteSigner, canonicalUnits, requestDigest } from '../payments/draw/quo
 import { createRateLimiter } from '../payments/http/ratelimit.ts';
 import { etagMatches, parseHeadersFile } from '../payments/http/static.ts';
 import { createLogger } from '../payments/serve.ts';
+import { newId } from '../payments/ledger/ledger.ts';
 
 const KEY = Buffer.from('k'.repeat(32));
 /** uvu has no rejects(): the promise must reject with a message matching `re` (or an instance of the class). */
@@ -143,6 +144,14 @@ test('logs never carry tokens or Authorization headers', () => {
   log.info({ headers: { authorization: 'Bearer lds_bal_secret' }, balance_token: 'lds_bal_secret', req: { token: 'lds_bal_secret' } }, 'x');
   assert.not.match(out, /lds_bal_secret/);
   assert.match(out, /redacted/);
+});
+
+test('ledger ids: 128 random bits each, all distinct across refills of the random block', () => {
+  const ids = Array.from({ length: 3000 }, () => newId('drw')); // 3000 × 16 bytes spans 12 blocks of 4 KB
+  for (const id of ids) assert.match(id, /^drw_[A-Za-z0-9_-]{22}$/);
+  assert.is(new Set(ids).size, ids.length);
+  // no two ids share their bytes in any position pattern a reused block would show
+  assert.is(new Set(ids.map((id) => id.slice(4, 12))).size, ids.length);
 });
 
 test.run();
