@@ -52,9 +52,33 @@ export function jwkThumbprint(jwk: { crv: string; kty: string; x: string }): str
 /** The RFC 8785 canonical JSON of a receipt without its `signature` member: the bytes that are signed. */
 export function signedBytes(receipt: Record<string, unknown>): Buffer {
   const { signature: _omit, ...rest } = receipt;
-  const text = canonicalize(rest);
+  const text = flatCanonical(rest) ?? canonicalize(rest);
   if (text === undefined) throw new TypeError('receipt is not JSON');
   return Buffer.from(text, 'utf8');
+}
+
+/**
+ * RFC 8785 of an object whose members are all strings, finite numbers or booleans (every receipt
+ * this service signs): members in the order of their names' UTF-16 code units, values as
+ * JSON.stringify writes them, which is what RFC 8785 prescribes for these types. Undefined for
+ * anything else (the library then does it). Every paid draw signs a receipt, and the generic
+ * library walk was ~2 % of its event-loop time; test/service-money checks receipts against the
+ * library with an independent verifier.
+ */
+/** String.prototype.isWellFormed (ES2024; in every Node this runs on, not yet in our TypeScript lib). */
+const wellFormed = (t: string): boolean => (t as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+function flatCanonical(o: Record<string, unknown>): string | undefined {
+  const keys = Object.keys(o).sort();
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const v = o[keys[i]];
+    if (typeof v !== 'string' && typeof v !== 'boolean' && !(typeof v === 'number' && Number.isFinite(v))) return undefined;
+    // A lone surrogate is not Unicode: RFC 8785 (and the library) refuse it.
+    if ((typeof v === 'string' && !wellFormed(v)) || !wellFormed(keys[i])) return undefined;
+    out += `${i > 0 ? ',' : ''}${JSON.stringify(keys[i])}:${JSON.stringify(v)}`;
+  }
+  return `${out}}`;
 }
 
 /** A new Ed25519 key as a private JWK (what a local start writes, and `lds receipt keygen` prints). */

@@ -13,6 +13,8 @@ import { createRateLimiter } from '../payments/http/ratelimit.ts';
 import { etagMatches, parseHeadersFile } from '../payments/http/static.ts';
 import { createLogger } from '../payments/serve.ts';
 import { newId } from '../payments/ledger/ledger.ts';
+import { signedBytes } from '../payments/receipts.ts';
+import canonicalizeModule from 'canonicalize';
 
 const KEY = Buffer.from('k'.repeat(32));
 /** uvu has no rejects(): the promise must reject with a message matching `re` (or an instance of the class). */
@@ -152,6 +154,20 @@ test('ledger ids: 128 random bits each, all distinct across refills of the rando
   assert.is(new Set(ids).size, ids.length);
   // no two ids share their bytes in any position pattern a reused block would show
   assert.is(new Set(ids.map((id) => id.slice(4, 12))).size, ids.length);
+});
+
+test('the signed bytes of a receipt are RFC 8785 exactly as the reference library writes them', () => {
+  const jcs = canonicalizeModule as unknown as (v: unknown) => string;
+  const samples: Record<string, unknown>[] = [
+    { type: 'draw', draw_id: 'drw_x', unit_count: 10, amount: '0.10', currency: 'EUR', paid_at: '2026-11-23T00:00:00.000Z', signature: { value: 'left out' } },
+    { b: 'é€\u2028"\\\n\u0007', a: 1.5e-7, A: -0, 'ä': true, '\ud83d\ude00': 1e21, z: 'ok', B: false }, // key order by UTF-16 units, escapes, numbers
+    { n: { nested: [1, 'two'] }, a: 'x' }, // nested: through the library
+  ];
+  for (const r of samples) {
+    const { signature: _s, ...body } = r;
+    assert.is(signedBytes(r).toString('utf8'), jcs(body));
+  }
+  assert.throws(() => signedBytes({ a: 'lone \ud800' }), /surrogate/i); // not Unicode: refused as the library does
 });
 
 test.run();
