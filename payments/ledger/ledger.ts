@@ -131,6 +131,16 @@ export type TokenChangeResult = { kind: 'ok'; balance: string } | { kind: 'unkno
 /** Which balance a token hash names: its own (the token that opened it), one it was rotated into, or none (revoked). */
 export type TokenResolution = { kind: 'balance'; balance: string } | { kind: 'revoked' };
 
+/**
+ * What a token hash names, from its token record: no record, the balance whose own hash it is; a
+ * live record (a token rotated in), its balance; a revoked one (rotated away or revoked), none.
+ * The one rule both backends apply (PostgreSQL's debit statement writes the same in SQL).
+ */
+export function tokenResolution(tokenHash: string, record: { balance: string; revoked_at?: string | null } | null | undefined): TokenResolution {
+  if (!record) return { kind: 'balance', balance: tokenHash };
+  return record.revoked_at != null ? { kind: 'revoked' } : { kind: 'balance', balance: record.balance };
+}
+
 /** SHA-256 of a correction's request, so a reused idempotency key with another request is told apart. */
 export function correctionFingerprint(i: CorrectionInput): string {
   const c = (canonicalizeModule as unknown as (v: unknown) => string)({ kind: i.kind, amount: i.amountCents ?? null, balance: i.balance ?? null, draw: i.drawId ?? null, topup: i.topupId ?? null, reason: i.reason });

@@ -59,6 +59,7 @@ import {
   type LoggerLike,
   toStatementEntry,
   type StatementEntry,
+  tokenResolution,
 } from '../ledger.ts';
 import { importWrites } from '../transfer.ts';
 import { verifyRecords, type Violation } from '../verify.ts';
@@ -169,9 +170,9 @@ export class LevelLedger implements Ledger {
     const result = await this.locks.run(`q:${input.quoteId}`, async (): Promise<DebitDrawResult> => {
       // The presented token names a balance (resolveToken; its record is cached once read), or
       // none: a rotated-away or revoked token is refused before anything else, as on PostgreSQL.
-      const token = await this.loadToken(tokenHash);
-      if (token?.revoked_at) return { kind: 'revoked' };
-      const balanceId = token ? token.balance : tokenHash;
+      const token = tokenResolution(tokenHash, await this.loadToken(tokenHash));
+      if (token.kind === 'revoked') return { kind: 'revoked' };
+      const balanceId = token.balance;
       const prior = await this.findDrawByQuote(input.quoteId);
       if (prior) {
         return hashesEqual(prior.token_hash, balanceId) ? { kind: 'replay', draw: prior } : { kind: 'other_balance' };
@@ -342,9 +343,7 @@ export class LevelLedger implements Ledger {
 
   async resolveToken(tokenHash: string): Promise<TokenResolution> {
     this.assertUsable();
-    const t = await this.loadToken(tokenHash);
-    if (!t) return { kind: 'balance', balance: tokenHash };
-    return t.revoked_at ? { kind: 'revoked' } : { kind: 'balance', balance: t.balance };
+    return tokenResolution(tokenHash, await this.loadToken(tokenHash));
   }
 
   async rotateToken(oldHash: string, newHash: string): Promise<TokenChangeResult> {

@@ -58,6 +58,7 @@ import {
   type LoggerLike,
   toStatementEntry,
   type StatementEntry,
+  tokenResolution,
 } from '../ledger.ts';
 import { importWrites } from '../transfer.ts';
 import { verifyRecords, type Violation } from '../verify.ts';
@@ -286,8 +287,7 @@ export class PgLedger implements Ledger {
   async resolveToken(tokenHash: string): Promise<TokenResolution> {
     if (!isTokenHash(tokenHash)) return { kind: 'balance', balance: tokenHash };
     const r = await this.query('SELECT balance, revoked_at FROM lds_tokens WHERE token_hash = $1', [tokenHash]);
-    if (!r.rows[0]) return { kind: 'balance', balance: tokenHash };
-    return r.rows[0].revoked_at != null ? { kind: 'revoked' } : { kind: 'balance', balance: r.rows[0].balance as string };
+    return tokenResolution(tokenHash, r.rows[0] as { balance: string; revoked_at: string | null } | undefined);
   }
 
   async rotateToken(oldHash: string, newHash: string): Promise<TokenChangeResult> {
