@@ -53,12 +53,17 @@ export interface MetricsOptions {
   processMetrics?: boolean;
 }
 
-/** `make(key)`, made once per key: label children looked up by a string instead of a label object. */
-function memo<T>(make: (key: string) => T): (key: string) => T {
+/**
+ * `make(...labelValues)`, made once per set of label values: the hot paths look labelled children
+ * up by one string instead of having prom-client hash a label object on every call. Bounded like
+ * the label values themselves.
+ */
+function perLabels<T>(make: (...values: string[]) => T): (...values: string[]) => T {
   const made = new Map<string, T>();
-  return (key) => {
+  return (...values) => {
+    const key = values.join('\n');
     let v = made.get(key);
-    if (v === undefined) made.set(key, (v = make(key)));
+    if (v === undefined) made.set(key, (v = make(...values)));
     return v;
   };
 }
@@ -140,37 +145,24 @@ export function createMetrics(o: MetricsOptions): Metrics {
     },
   });
 
-  // Per-request and per-sale counts use labelled children made once per label set (bounded like
-  // the labels): prom-client would otherwise hash the label object on every call.
-  const quoteChild = memo((p) => quotes.labels({ product: p }));
-  const sale = memo((key) => {
-    const [p, currency] = key.split(' ');
-    return { draws: draws.labels({ product: p }), units: units.labels({ product: p }), cents: centsSold.labels({ product: p, currency }) };
+  const requestChild = perLabels((method, route, status) => {
+    const labels = { method, route, status };
+    return { count: requests.labels(labels), time: duration.labels(labels) };
   });
-  const commitChild = memo((key) => {
-    const [op, outcome] = key.split(' ');
-    return commit.labels({ op, outcome });
-  });
-  const children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+  const quoteChild = perLabels((p) => quotes.labels({ product: p }));
+  const sale = perLabels((p, currency) => ({ draws: draws.labels({ product: p }), units: units.labels({ product: p }), cents: centsSold.labels({ product: p, currency }) }));
+  const commitChild = perLabels((op, outcome) => commit.labels({ op, outcome }));
   return {
     registry,
     contentType: registry.contentType,
     request(method, route, status, seconds) {
-      // The hot path: the labelled children are looked up once per (method, route, status), not
-      // per request (prom-client would hash the label object each time). Bounded like the labels.
-      const key = `${method} ${route} ${status}`;
-      let c = children.get(key);
-      if (!c) {
-        const labels = { method, route, status: String(status) };
-        c = { count: requests.labels(labels), time: duration.labels(labels) };
-        children.set(key, c);
-      }
+      const c = requestChild(method, route, String(status));
       c.count.inc();
       c.time.observe(seconds);
     },
     quote: (id) => quoteChild(product(id)).inc(),
     paidDraw(id, n, cents, currency) {
-      const p = sale(`${product(id)} ${currency}`);
+      const p = sale(product(id), currency);
       p.draws.inc();
       p.units.inc(n);
       p.cents.inc(cents);
@@ -180,7 +172,7 @@ export function createMetrics(o: MetricsOptions): Metrics {
       credited.inc({ currency });
       topupCents.inc({ currency }, cents);
     },
-    ledgerCommit: (op, outcome, seconds) => commitChild(`${op} ${outcome}`).observe(seconds),
+    ledgerCommit: (op, outcome, seconds) => commitChild(op, outcome).observe(seconds),
     groupCommit(ops, seconds, changes) {
       batchOps.observe(ops);
       batchSeconds.observe(seconds);
