@@ -472,21 +472,20 @@ export class StoreDrawService implements DrawService {
   }
 
   private async makeQuote(r: Resolved, res: Resolution, balanceToken?: string): Promise<Quote> {
-    const cents = res.cents;
     const payload: Omit<QuotePayload, 'v' | 'k'> = {
       p: r.product.product_id,
       m: res.mode,
       r: res.requestDigest,
       h: res.unitsDigest,
       n: res.units.length,
-      a: cents,
+      a: res.cents,
       c: CURRENCY,
       s: this.o.store.meta.store_version,
       e: this.now() + this.o.quoteTtlSeconds * 1000,
     };
     const quoteId = this.signer.sign(payload);
     const balance = await this.balanceCents(balanceToken);
-    return this.quoteView(r, res, quoteId, payload, balance !== null && balance >= cents);
+    return this.quoteView(r, res, quoteId, payload, balance !== null && balance >= res.cents);
   }
 
   private quoteView(r: Resolved, res: Resolution, quoteId: string, q: Omit<QuotePayload, 'v' | 'k'>, payable: boolean): QuoteBody {
@@ -516,7 +515,7 @@ export class StoreDrawService implements DrawService {
   /**
    * JSON.stringify(body), written out in quoteView's key order from the parts the resolution
    * remembers (the unit lists and the breakdown, serialised once per request) and the per-service
-   * constants serialised at start; test/service-quote-json checks it equals JSON.stringify.
+   * constants serialised at start; test/draw-quote-text checks it equals JSON.stringify.
    */
   private quoteText(b: QuoteBody, res: Resolution, expires: string): string {
     const id = JSON.stringify(b.quote_id);
