@@ -80,16 +80,23 @@ interface Figures {
 
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
 
-/** CPU time (user + system) of a process in ms, from /proc (Linux). */
-async function cpuMs(pid: number | undefined): Promise<number> {
-  if (pid === undefined) return 0;
+/**
+ * A process's (or thread's) parent pid and CPU time (user + system) in ms, from its /proc stat
+ * file (Linux), or undefined once it has ended.
+ */
+async function procStat(path: string): Promise<{ ppid: number; cpuMs: number } | undefined> {
   try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const stat = await readFile(path, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+    return { ppid: Number(f[1]), cpuMs: ((Number(f[11]) + Number(f[12])) * 1000) / 100 }; // utime, stime in clock ticks (USER_HZ = 100)
   } catch {
-    return 0;
+    return undefined;
   }
+}
+
+/** CPU time (user + system) of a process in ms. */
+async function cpuMs(pid: number | undefined): Promise<number> {
+  return pid === undefined ? 0 : ((await procStat(`/proc/${pid}/stat`))?.cpuMs ?? 0);
 }
 /**
  * The CPU of a local PostgreSQL, in ms: its postmaster and every process it started (the backends
@@ -102,13 +109,8 @@ async function dbCpuMs(): Promise<number | undefined> {
   let sum = await cpuMs(dbPostmaster);
   for (const entry of await readdir('/proc')) {
     if (!/^[0-9]+$/.test(entry)) continue;
-    try {
-      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(f[1]) === dbPostmaster) sum += ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-    } catch {
-      // the process ended
-    }
+    const s = await procStat(`/proc/${entry}/stat`);
+    if (s?.ppid === dbPostmaster) sum += s.cpuMs;
   }
   return sum;
 }
@@ -118,8 +120,7 @@ async function postmasterOf(url: string): Promise<number | undefined> {
   await c.connect();
   try {
     const backend = Number((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
-    const stat = await readFile(`/proc/${backend}/stat`, 'utf8').catch(() => undefined);
-    return stat ? Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) : undefined;
+    return (await procStat(`/proc/${backend}/stat`))?.ppid;
   } finally {
     await c.end();
   }
@@ -132,14 +133,9 @@ async function threadCpu(procs: ChildProcess[]): Promise<Map<string, number>> {
   for (const p of procs) {
     const tasks = await readdir(`/proc/${p.pid}/task`).catch(() => [] as string[]);
     for (const t of tasks) {
-      try {
-        const comm = t === String(p.pid) ? 'main' : (await readFile(`/proc/${p.pid}/task/${t}/comm`, 'utf8')).trim();
-        const stat = await readFile(`/proc/${p.pid}/task/${t}/stat`, 'utf8');
-        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        out.set(comm, (out.get(comm) ?? 0) + ((Number(f[11]) + Number(f[12])) * 1000) / 100);
-      } catch {
-        // thread ended
-      }
+      const comm = t === String(p.pid) ? 'main' : (await readFile(`/proc/${p.pid}/task/${t}/comm`, 'utf8').catch(() => '')).trim();
+      const s = await procStat(`/proc/${p.pid}/task/${t}/stat`);
+      if (comm && s) out.set(comm, (out.get(comm) ?? 0) + s.cpuMs); // else the thread ended
     }
   }
   return out;
