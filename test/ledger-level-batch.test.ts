@@ -8,7 +8,9 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
-import { directWriter, openLevelDb } from '../payments/ledger/level/ledger.ts';
+import { directWriter, LevelLedger, openLevelDb } from '../payments/ledger/level/ledger.ts';
+import { newBalanceToken } from '../payments/tokens.ts';
+import { debit, fund } from './helpers/ledgers.ts';
 import type { BatchOp } from '../payments/ledger/level/commit.ts';
 
 const values: unknown[] = [
@@ -64,6 +66,48 @@ test('on a closed database the direct writer refuses like batch() and writes not
   }
   assert.match(String((err as { code?: string })?.code), /LEVEL_DATABASE_NOT_OPEN/);
   assert.is((await bytesOf(dir)).size, 0);
+});
+
+
+// Token records are cached once read, and the cache is cleared wholesale when it is full (unknown
+// hashes are cached too, so it can fill). A rotation's records must stay visible until its batch
+// is durable, even across a clear: otherwise a read in that window finds nothing on disk yet and
+// takes the rotated-away token for its balance's own.
+test('a rotation not yet on disk stays visible to token reads across a clear of the token cache', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'lds-tokens-'));
+  let hold: Promise<void> | undefined;
+  let held = false;
+  let release = () => {};
+  const holdWrite = () => {
+    if (hold) held = true;
+    return hold;
+  };
+  const ledger = await LevelLedger.open(dir, { maxCachedTokens: 2, hooks: { holdWrite } });
+  try {
+    const balance = await fund(ledger, 500);
+    const next = newBalanceToken().hash;
+    hold = new Promise((r) => (release = r));
+    let settled = false;
+    const rotation = ledger.rotateToken(balance, next).finally(() => (settled = true));
+    while (!held) await new Promise((r) => setImmediate(r));
+    // Unknown hashes fill the cache (limit 2), which is cleared after the rotation filled it.
+    for (let i = 0; i < 3; i++) {
+      const unknown = newBalanceToken().hash;
+      assert.equal(await ledger.resolveToken(unknown), { kind: 'balance', balance: unknown });
+    }
+    assert.is(settled, false, 'the rotation is still waiting for its write');
+    assert.equal(await ledger.resolveToken(balance), { kind: 'revoked' });
+    assert.equal(await ledger.resolveToken(next), { kind: 'balance', balance });
+    assert.is((await debit(ledger, balance, 'q_old_token', 10)).kind, 'revoked');
+    release();
+    assert.equal(await rotation, { kind: 'ok', balance });
+    assert.equal(await ledger.resolveToken(balance), { kind: 'revoked' });
+    assert.is((await debit(ledger, next, 'q_new_token', 10)).kind, 'ok');
+    assert.is((await ledger.getBalance(balance))!.cents, 490);
+  } finally {
+    release();
+    await ledger.close();
+  }
 });
 
 test.run();

@@ -244,6 +244,8 @@ export interface LedgerHooks {
   onFatal?(err: Error): void;
   /** Tests only (fault injection): return an Error to fail the next LevelDB write. Never set by the CLI. */
   failWrite?(): Error | undefined;
+  /** Tests only: a promise the next LevelDB write waits for before it starts (holds a change pending). Never set by the CLI. */
+  holdWrite?(): Promise<void> | undefined;
 }
 
 /** One record of an export, validated (transfer.ts readExport). */

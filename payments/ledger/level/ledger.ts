@@ -71,6 +71,8 @@ export interface LevelLedgerOptions {
   hooks?: LedgerHooks;
   /** Simulator only (payments/faults.ts); production never passes it. */
   faults?: FaultHooks;
+  /** Token records kept in memory before the read cache is cleared (default 100,000; tests lower it). */
+  maxCachedTokens?: number;
 }
 
 interface Pending<T> {
@@ -118,6 +120,8 @@ export class LevelLedger implements Ledger {
   private readonly challengeClaims = new Map<string, number>();
   /** Token records read so far (null: none, the token is a balance's own). This process is the only writer. */
   private readonly tokens = new Map<string, TokenRecord | null>();
+  /** Token records written by a rotation or revocation and not yet durable: what the database will say. */
+  private readonly pendingTokens = new Map<string, Pending<TokenRecord>>();
   private seq: number;
   private closed = false;
 
@@ -128,6 +132,7 @@ export class LevelLedger implements Ledger {
     private readonly logger?: LoggerLike,
     hooks: LedgerHooks = {},
     private readonly faults?: FaultHooks,
+    private readonly maxCachedTokens = 100_000,
   ) {
     this.seq = lastSeq;
     this.committer = new GroupCommitter(
@@ -142,7 +147,7 @@ export class LevelLedger implements Ledger {
 
   static async open(dir: string, options: LevelLedgerOptions = {}): Promise<LevelLedger> {
     const db = await openLevelDb(dir, { createIfMissing: true });
-    return new LevelLedger(db, dir, await lastSeqOf(db), options.logger, options.hooks, options.faults);
+    return new LevelLedger(db, dir, await lastSeqOf(db), options.logger, options.hooks, options.faults, options.maxCachedTokens);
   }
 
   /** Ready while open and no write has failed (a failed write stops the ledger until restart). */
@@ -366,12 +371,15 @@ export class LevelLedger implements Ledger {
       if (!(await this.db.get(K.balance(balance)))) return { kind: 'unknown' };
       this.assertUsable();
       const at = new Date().toISOString();
-      const revoked: TokenRecord = { token_hash: hash, balance, created_at: prior?.created_at ?? at, revoked_at: at, revoked_reason: why };
-      const ops: BatchOp[] = [put(K.token(hash), revoked)];
-      if (newHash) ops.push(put(K.token(newHash), { token_hash: newHash, balance, created_at: at } satisfies TokenRecord));
-      this.tokens.set(hash, revoked);
-      if (newHash) this.tokens.set(newHash, { token_hash: newHash, balance, created_at: at });
-      commit.durable = this.committer.enqueue(ops);
+      const records: TokenRecord[] = [{ token_hash: hash, balance, created_at: prior?.created_at ?? at, revoked_at: at, revoked_reason: why }];
+      if (newHash) records.push({ token_hash: newHash, balance, created_at: at });
+      commit.durable = this.committer.enqueue(records.map((r) => put(K.token(r.token_hash), r)));
+      // Readers see the change from now on: through the read cache, and through the pending map
+      // until the batch is durable (the cache may be cleared before then; the pending map is not).
+      for (const r of records) {
+        this.tokens.set(r.token_hash, r);
+        this.trackPending(this.pendingTokens, r.token_hash, r, commit.durable);
+      }
       return { kind: 'ok', balance };
     });
     if (commit.durable) await commit.durable;
@@ -381,14 +389,16 @@ export class LevelLedger implements Ledger {
   /** Token records are few (one per rotation or revocation): kept in memory once read. */
   private async loadToken(hash: string): Promise<TokenRecord | null> {
     if (!isTokenHash(hash)) return null;
-    const cached = this.tokens.get(hash);
+    const cached = this.pendingTokens.get(hash)?.record ?? this.tokens.get(hash);
     if (cached !== undefined) return cached;
     const rec = ((await this.db.get(K.token(hash))) as TokenRecord | undefined) ?? null;
     // A rotation or revocation may have set the record while this read was on the thread pool (it
-    // sets the cache before its batch is written): that record is newer than what was read.
-    const changed = this.tokens.get(hash);
+    // sets it before its batch is written): that record is newer than what was read.
+    const changed = this.pendingTokens.get(hash)?.record ?? this.tokens.get(hash);
     if (changed !== undefined) return changed;
-    if (this.tokens.size > 100_000) this.tokens.clear();
+    // Bounded: unknown hashes are remembered too (null). Clearing is safe because a change that
+    // is not yet on disk is still in pendingTokens.
+    if (this.tokens.size >= this.maxCachedTokens) this.tokens.clear();
     this.tokens.set(hash, rec);
     return rec;
   }
@@ -670,12 +680,14 @@ export function directWriter(db: Level<string, unknown>): BatchWriter {
  * (hooks.onBatch), and a test may inject a write failure (hooks.failWrite) to exercise fail-stop.
  */
 function observedWriter(db: BatchWriter, hooks: LedgerHooks, changes: () => number): BatchWriter {
-  if (!hooks.onBatch && !hooks.failWrite) return db;
+  if (!hooks.onBatch && !hooks.failWrite && !hooks.holdWrite) return db;
   return {
     async batch(ops, options) {
       const n = changes(); // read before any await: the next batch's changes are queued meanwhile
       const fault = hooks.failWrite?.();
       if (fault) throw fault;
+      const hold = hooks.holdWrite?.();
+      if (hold) await hold;
       const started = performance.now();
       await db.batch(ops, options);
       hooks.onBatch?.(ops.length, (performance.now() - started) / 1000, n);
