@@ -254,7 +254,13 @@ function merge(name: string, parts: Part[], servers: boolean): Figures {
   const total = parts.reduce((a, p) => a + p.total, 0);
   const secs = parts.reduce((a, p) => a + p.secs, 0);
   const cpu = parts.reduce((a, p) => a + p.cpuMs, 0);
-  const bad = parts.flatMap((p) => p.bad);
+  // the same complaint from several slices is one, with its counts added
+  const tally = new Map<string, number>();
+  for (const b of parts.flatMap((p) => p.bad)) {
+    const m = /^(.*) x(\d+)$/.exec(b);
+    tally.set(m ? m[1] : b, (tally.get(m ? m[1] : b) ?? 0) + (m ? Number(m[2]) : 1));
+  }
+  const bad = [...tally].map(([what, n]) => `${what} x${n}`);
   return {
     name,
     rps: total / secs,
