@@ -110,4 +110,40 @@ test('a rotation not yet on disk stays visible to token reads across a clear of 
   }
 });
 
+// A token read returns the database as of its start. One that started before a rotation and comes
+// back after the rotation is durable and the cache was cleared must not put the old record in the
+// cache: the rotated-away token would stay live for every later read.
+test('a token read that predates a rotation is read again, not cached, when the rotation landed meanwhile', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'lds-tokens-'));
+  const ledger = await LevelLedger.open(dir, { maxCachedTokens: 2 });
+  // The ledger's own database, with its next read held back after it has read (a late answer).
+  const db = (ledger as unknown as { db: { get: (key: string) => Promise<unknown> } }).db;
+  const get = db.get.bind(db);
+  let gate: Promise<void> | undefined;
+  let release = () => {};
+  db.get = async (key: string) => {
+    const value = await get(key);
+    const held = gate;
+    gate = undefined; // only the first read after arming
+    if (held) await held;
+    return value;
+  };
+  try {
+    const balance = await fund(ledger, 500);
+    gate = new Promise((r) => (release = r));
+    const early = ledger.resolveToken(balance); // reads "no record" and is held
+    while (gate) await new Promise((r) => setImmediate(r));
+    const next = newBalanceToken().hash;
+    assert.equal(await ledger.rotateToken(balance, next), { kind: 'ok', balance }); // durable
+    for (let i = 0; i < 3; i++) await ledger.resolveToken(newBalanceToken().hash); // the cache is cleared
+    release();
+    assert.equal(await early, { kind: 'revoked' }, 'the late read is read again');
+    assert.equal(await ledger.resolveToken(balance), { kind: 'revoked' });
+    assert.is((await debit(ledger, balance, 'q_old_token', 10)).kind, 'revoked');
+  } finally {
+    release();
+    await ledger.close();
+  }
+});
+
 test.run();

@@ -122,6 +122,8 @@ export class LevelLedger implements Ledger {
   private readonly tokens = new Map<string, TokenRecord | null>();
   /** Token records written by a rotation or revocation and not yet durable: what the database will say. */
   private readonly pendingTokens = new Map<string, Pending<TokenRecord>>();
+  /** Token changes made since open: a read that saw this move while it was out reads again. */
+  private tokenChanges = 0;
   private seq: number;
   private closed = false;
 
@@ -376,6 +378,7 @@ export class LevelLedger implements Ledger {
       commit.durable = this.committer.enqueue(records.map((r) => put(K.token(r.token_hash), r)));
       // Readers see the change from now on: through the read cache, and through the pending map
       // until the batch is durable (the cache may be cleared before then; the pending map is not).
+      this.tokenChanges++;
       for (const r of records) {
         this.tokens.set(r.token_hash, r);
         this.trackPending(this.pendingTokens, r.token_hash, r, commit.durable);
@@ -391,11 +394,15 @@ export class LevelLedger implements Ledger {
     if (!isTokenHash(hash)) return null;
     const cached = this.pendingTokens.get(hash)?.record ?? this.tokens.get(hash);
     if (cached !== undefined) return cached;
+    const seen = this.tokenChanges;
     const rec = ((await this.db.get(K.token(hash))) as TokenRecord | undefined) ?? null;
     // A rotation or revocation may have set the record while this read was on the thread pool (it
     // sets it before its batch is written): that record is newer than what was read.
     const changed = this.pendingTokens.get(hash)?.record ?? this.tokens.get(hash);
     if (changed !== undefined) return changed;
+    // A change landed meanwhile and is no longer in memory (durable, then the cache cleared): the
+    // read may predate it (LevelDB reads as of their start), so read again rather than cache it.
+    if (this.tokenChanges !== seen) return this.loadToken(hash);
     // Bounded: unknown hashes are remembered too (null). Clearing is safe because a change that
     // is not yet on disk is still in pendingTokens.
     if (this.tokens.size >= this.maxCachedTokens) this.tokens.clear();
