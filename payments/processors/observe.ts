@@ -2,10 +2,12 @@
 //
 // mppx turns every processor failure into a generic "verification failed" string. To answer with
 // a precise problem (declined card vs. needs 3-D Secure vs. Stripe unreachable) and to recover an
-// idempotent replay, the top-up handler needs the raw outcome. This wrapper records it in an
-// AsyncLocalStorage scope opened around each top-up request, then returns or rethrows exactly what
-// the real client produced. Nothing secret is kept: no token, no idempotency key (it embeds the SPT).
-import { AsyncLocalStorage } from 'node:async_hooks';
+// idempotent replay, the top-up handler needs the raw outcome. It wraps the processor's client once
+// per top-up request (and builds that request's mppx server on it), so the wrapper records into that
+// request's observation and returns or rethrows exactly what the real client produced. One wrapper
+// per request instead of an AsyncLocalStorage scope: on Node 20 the first AsyncLocalStorage run
+// turns on promise hooks for the whole process, which every later request (every draw) then pays.
+// Nothing secret is kept: no token, no idempotency key (it embeds the SPT).
 import type { StripeLikeClient } from './types.ts';
 
 export type ChargeErrorKind = 'card_declined' | 'invalid_request' | 'idempotency' | 'unavailable' | 'other';
@@ -19,48 +21,38 @@ export interface ChargeObservation {
 }
 
 export interface ObservedClient {
+  /** The processor's client, recording into `observation`. */
   client: StripeLikeClient;
-  /** Runs `fn` with a fresh observation scope and returns what the processor saw. */
-  observe<T>(fn: () => Promise<T>): Promise<{ value: T; observation: ChargeObservation }>;
+  /** What the calls made through `client` saw. */
+  observation: ChargeObservation;
 }
 
+/** A client for one top-up request: each PaymentIntent creation through it is recorded. */
 export function observeCharges(inner: StripeLikeClient): ObservedClient {
-  const als = new AsyncLocalStorage<ChargeObservation>();
+  const observation: ChargeObservation = { calls: 0 };
   const client: StripeLikeClient = {
     paymentIntents: {
       async create(params, options) {
-        const obs = als.getStore();
-        if (obs) {
-          obs.calls += 1;
-          obs.request = { amount: params.amount, currency: params.currency };
-        }
+        observation.calls += 1;
+        observation.request = { amount: params.amount, currency: params.currency };
         try {
           const pi = await inner.paymentIntents.create(params, options);
-          if (obs) {
-            obs.result = {
-              id: pi.id,
-              status: pi.status,
-              ...(pi.amount !== undefined ? { amount: pi.amount } : {}),
-              ...(pi.currency !== undefined ? { currency: pi.currency } : {}),
-              replayed: pi.lastResponse?.headers?.['idempotent-replayed'] === 'true',
-            };
-          }
+          observation.result = {
+            id: pi.id,
+            status: pi.status,
+            ...(pi.amount !== undefined ? { amount: pi.amount } : {}),
+            ...(pi.currency !== undefined ? { currency: pi.currency } : {}),
+            replayed: pi.lastResponse?.headers?.['idempotent-replayed'] === 'true',
+          };
           return pi;
         } catch (e) {
-          if (obs) obs.error = classify(e);
+          observation.error = classify(e);
           throw e;
         }
       },
     },
   };
-  return {
-    client,
-    async observe(fn) {
-      const observation: ChargeObservation = { calls: 0 };
-      const value = await als.run(observation, fn);
-      return { value, observation };
-    },
-  };
+  return { client, observation };
 }
 
 function classify(e: unknown): NonNullable<ChargeObservation['error']> {
