@@ -3,7 +3,8 @@
 // share one PostgreSQL ledger and the secrets. Quotes made at one instance are paid at another, an
 // MPP challenge issued by one is redeemed at another, balances and statements agree everywhere, and
 // neither concurrency, duplicates across instances nor a killed instance can overdraw, double-debit
-// or lose a paid answer. `ledger verify` runs while the instances serve.
+// or lose a paid answer. A token rotated at one instance is refused at every other at once.
+// `ledger verify` runs while the instances serve.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { K } from '../payments/ledger/records.ts';
@@ -129,6 +130,55 @@ test('one MPP challenge issued by one instance, its credential sent to two other
   assert.is(((await again.json()) as any).balance_token, token);
   const records = await ledgerRecords(ledger);
   assert.is([...records].filter(([k, v]) => k.startsWith('t:') && v.token_hash === hashToken(token)).length, 1);
+  verifyWhileServing();
+});
+
+test('a token rotated at one instance while draws with it run at the others: each draw is wholly before (200) or after (401) it, money adds up, and every instance refuses the old token and takes the new one at once', async () => {
+  const token = await topUp(inst[0].base, '10.00', 'spt_test_rotation_race');
+  const jobs = await Promise.all(
+    Array.from({ length: 40 }, async (_, i) => {
+      const units = refs.slice(i % (refs.length - 2), (i % (refs.length - 2)) + 2);
+      return { units, q: await quote(inst[i % 3].base, units), at: inst[1 + (i % 2)] };
+    }),
+  );
+  const draws = jobs.map(async (j) => {
+    const res = await postJson(`${j.at.base}/lds/draw`, { product_id: PRODUCT, units: j.units, quote_id: j.q.quote_id }, bearer(token));
+    return { status: res.status, body: (await res.json()) as any, amount: cents(j.q.amount), quoteId: j.q.quote_id };
+  });
+  const rotation = (async () => {
+    await new Promise((r) => setTimeout(r, 5)); // land among the draws
+    const res = await postJson(`${inst[0].base}/lds/balance/token`, {}, bearer(token));
+    return { status: res.status, body: (await res.json()) as any };
+  })();
+  const [rotated, ...results] = await Promise.all([rotation, ...draws]);
+  assert.is(rotated.status, 200, JSON.stringify(rotated.body));
+  const fresh = rotated.body.balance_token as string;
+  assert.match(rotated.body.balance, /^\d+\.\d\d$/); // the amount at the moment of the rotation, between the draws
+  const paid = results.filter((r) => r.status === 200);
+  const refused = results.filter((r) => r.status === 401);
+  assert.is(paid.length + refused.length, 40, JSON.stringify(results.find((r) => r.status !== 200 && r.status !== 401)?.body));
+  for (const r of refused) assert.match(r.body.type, /balance-token-revoked$/);
+  // the ledger holds exactly the draws answered 200, all on the balance's own id
+  const records = await ledgerRecords(ledger);
+  const quoteIds = new Set(jobs.map((j) => j.q.quote_id));
+  const debits = [...records].filter(([k, v]) => k.startsWith('d:') && quoteIds.has(v.quote_id));
+  assert.equal(debits.map(([, v]) => v.quote_id).sort(), paid.map((r) => r.quoteId).sort());
+  for (const [, v] of debits) assert.is(v.token_hash, hashToken(token));
+  const spent = paid.reduce((s, r) => s + r.amount, 0);
+  // every instance: the old token refused, for a draw and for the balance; the new one shows the same balance
+  for (const i of inst) {
+    assert.is((await fetch(`${i.base}/lds/balance`, { headers: bearer(token) })).status, 401);
+    assert.is(cents(await balanceOf(i.base, fresh)), 1000 - spent, 'money conserved to the cent');
+  }
+  const units = refs.slice(0, 3);
+  const late = await quote(inst[2].base, units);
+  const old = await postJson(`${inst[1].base}/lds/draw`, { product_id: PRODUCT, units, quote_id: late.quote_id }, bearer(token));
+  assert.is(old.status, 401);
+  const ok = await postJson(`${inst[2].base}/lds/draw`, { product_id: PRODUCT, units, quote_id: late.quote_id }, bearer(fresh));
+  assert.is(ok.status, 200);
+  assert.is(cents(await balanceOf(inst[0].base, fresh)), 1000 - spent - cents(late.amount));
+  // rotating the old token again, at another instance, is refused
+  assert.is((await postJson(`${inst[2].base}/lds/balance/token`, {}, bearer(token))).status, 401);
   verifyWhileServing();
 });
 
