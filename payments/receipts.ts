@@ -57,17 +57,18 @@ export function signedBytes(receipt: Record<string, unknown>): Buffer {
   return Buffer.from(text, 'utf8');
 }
 
+/** String.prototype.isWellFormed (ES2024; in every Node this runs on, not yet in our TypeScript lib). */
+const wellFormed = (t: string): boolean => (t as unknown as { isWellFormed(): boolean }).isWellFormed();
+
 /**
  * RFC 8785 of an object whose members are all strings, finite numbers or booleans (every receipt
  * this service signs): members in the order of their names' UTF-16 code units, values as
  * JSON.stringify writes them, which is what RFC 8785 prescribes for these types. Undefined for
  * anything else (the library then does it). Every paid draw signs a receipt, and the generic
- * library walk was ~2 % of its event-loop time; test/service-money checks receipts against the
- * library with an independent verifier.
+ * library walk was ~2 % of its event-loop time. test/service-units pins these bytes to the
+ * library's (escapes, key order, a lone surrogate); test/service-money verifies receipts with an
+ * independent verifier.
  */
-/** String.prototype.isWellFormed (ES2024; in every Node this runs on, not yet in our TypeScript lib). */
-const wellFormed = (t: string): boolean => (t as unknown as { isWellFormed(): boolean }).isWellFormed();
-
 function flatCanonical(o: Record<string, unknown>): string | undefined {
   const keys = Object.keys(o).sort();
   let out = '{';
