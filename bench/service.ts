@@ -306,6 +306,14 @@ async function pair(a: { name: string; run: Runner; servers: boolean }, b: { nam
   return [merge(a.name, pa, a.servers), merge(b.name, pb, b.servers)];
 }
 
+/** A raw loop's figures: its latencies (ms), run from `started`, and this process's CPU since `self0` (no server). */
+function loopPart(started: number, self0: NodeJS.CpuUsage, lat: number[], bad: string[]): Part {
+  const self = process.cpuUsage(self0);
+  lat.sort((x, y) => x - y);
+  const secs = (performance.now() - started) / 1000;
+  return { rps: lat.length / secs, total: lat.length, secs, p50: lat[lat.length >> 1], p99: lat[Math.floor(lat.length * 0.99)], bytes: 0, cpuMs: 0, selfMs: (self.user + self.system) / 1000, bad };
+}
+
 /** A raw loop of synced 2-op batches, one at a time, as a ledger without group commit writes. */
 function rawLevelRunner(db: Level<string, unknown>): Runner {
   let n = 0;
@@ -326,10 +334,7 @@ function rawLevelRunner(db: Level<string, unknown>): Runner {
       lat.push(performance.now() - t);
       n++;
     }
-    const self = process.cpuUsage(self0);
-    lat.sort((x, y) => x - y);
-    const secs = (performance.now() - started) / 1000;
-    return { rps: lat.length / secs, total: lat.length, secs, p50: lat[lat.length >> 1], p99: lat[Math.floor(lat.length * 0.99)], bytes: 0, cpuMs: 0, selfMs: (self.user + self.system) / 1000, bad: [] };
+    return loopPart(started, self0, lat, []);
   };
 }
 
@@ -359,10 +364,7 @@ function rawPgRunner(pool: pg.Pool, hashes: string[], draw: unknown): Runner {
         }
       }),
     );
-    const self = process.cpuUsage(self0);
-    lat.sort((x, y) => x - y);
-    const secs = (performance.now() - started) / 1000;
-    return { rps: lat.length / secs, total: lat.length, secs, p50: lat[lat.length >> 1], p99: lat[Math.floor(lat.length * 0.99)], bytes: 0, cpuMs: 0, selfMs: (self.user + self.system) / 1000, bad: failed ? [`not debited x${failed}`] : [] };
+    return loopPart(started, self0, lat, failed ? [`not debited x${failed}`] : []);
   };
 }
 
