@@ -82,11 +82,30 @@ function flatCanonical(o: Record<string, unknown>): string | undefined {
   return `${out}}`;
 }
 
-/** A new Ed25519 key as a private JWK (what a local start writes, and `lds receipt keygen` prints). */
+/** RFC 8410 DER of Ed25519 keys: a fixed prefix, then the 32-byte seed (PKCS #8) or public key (SPKI). */
+const ED25519_PKCS8_PREFIX = '302e020100300506032b657004220420';
+const ED25519_SPKI_PREFIX = '302a300506032b6570032100';
+
+/**
+ * A new Ed25519 key as a private JWK (what a local start writes, and `lds receipt keygen` prints).
+ * The key pair comes out of generateKeyPairSync already encoded (DER), never as a KeyObject that is
+ * then exported as JWK: on Node 20 that export can deadlock the process for good when a garbage
+ * collection runs inside it (the finished generation job's destructor waits on the key's lock, which
+ * the export holds) - about one fresh `lds serve` in 100 hung silently before listening
+ * (test/receipts-keygen.test.ts).
+ */
 export function generateReceiptKey(): Record<string, string> {
-  const { privateKey } = generateKeyPairSync('ed25519');
-  const jwk = privateKey.export({ format: 'jwk' }) as Record<string, string>;
-  return { kty: 'OKP', crv: 'Ed25519', x: jwk.x, d: jwk.d };
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519', {
+    privateKeyEncoding: { format: 'der', type: 'pkcs8' },
+    publicKeyEncoding: { format: 'der', type: 'spki' },
+  });
+  const raw = (der: Buffer, prefix: string): string => {
+    if (der.length !== prefix.length / 2 + 32 || der.subarray(0, prefix.length / 2).toString('hex') !== prefix) throw new Error('unexpected Ed25519 DER encoding from node:crypto');
+    return der.subarray(-32).toString('base64url');
+  };
+  const jwk = { kty: 'OKP', crv: 'Ed25519', x: raw(publicKey, ED25519_SPKI_PREFIX), d: raw(privateKey, ED25519_PKCS8_PREFIX) };
+  privateKey.fill(0);
+  return jwk;
 }
 
 export class ReceiptSigner {
