@@ -101,6 +101,16 @@ test('the same credential resent is answered again (same token) and credits noth
   const otherBody = await other.json();
   assert.is(otherBody.type, PROBLEM_BASE + 'topup-already-credited');
   assert.not.ok(JSON.stringify(otherBody).includes(balance_token));
+  // the buyer rotates the token; the very credential resent within its window no longer answers
+  // with the dead token: 409, nothing credited (the balance is checked below)
+  const rotatedTo = hashToken('lds_bal_' + 'r'.repeat(43));
+  assert.is((await app.ledger.rotateToken(hashToken(balance_token), rotatedTo)).kind, 'ok');
+  const afterRotation = await postJson(app.url, { amount: '6.00', currency: 'EUR' }, { Authorization: credential });
+  assert.is(afterRotation.status, 409);
+  const afterBody = await afterRotation.json();
+  assert.is(afterBody.type, PROBLEM_BASE + 'topup-already-credited');
+  assert.not.ok(JSON.stringify(afterBody).includes(balance_token));
+  assert.equal(await app.ledger.resolveToken(rotatedTo), { kind: 'balance', balance: hashToken(balance_token) });
 
   // a fresh challenge, its credential sent 8 times at once: exactly one credit, one token
   const second = await postJson(app.url, { amount: '7.00', currency: 'EUR' });

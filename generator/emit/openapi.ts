@@ -54,7 +54,7 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['payment-requires-action', 402, 'top-up: the payment needs customer action'],
   ['payment-not-completed', 402, 'top-up: the payment did not complete'],
   ['payment-token-rejected', 402, 'top-up: the processor does not accept the Shared Payment Token'],
-  ['topup-already-credited', 409, 'top-up: this credential\'s challenge was already credited. The very credential that paid, resent in the same form before its challenge expires, is instead answered again (200, the same result, nothing credited); after that, or for any other credential, this 409: the credit happened and a new balance token is not shown again'],
+  ['topup-already-credited', 409, 'top-up: this credential\'s challenge was already credited. The very credential that paid, resent in the same form before its challenge expires, is instead answered again (200, the same result, nothing credited) unless the balance token it opened was rotated or revoked since; after that, or for any other credential, this 409: the credit happened and a new balance token is not shown again'],
   ['topup-in-progress', 409, 'top-up: the same credential is being processed'],
   ['payment-processor-unavailable', 502, 'top-up: the processor failed; nothing credited, resending the same credential is safe'],
   ['ledger-unavailable', 503, 'the ledger is not accepting changes'],

@@ -110,7 +110,7 @@ export function credentialSection(ctx: EmitContext): string {
 
 /** The one rule for a used top-up credential (payments/topup/handler.ts answerAgain); README and docs say the same. */
 export const TOPUP_REPLAY_RULE =
-  'A used credential: the very credential that paid, resent in the same form (with or without the Bearer token) while its challenge is valid (its `expires`, 5 minutes), is answered again with the same result - 200, the same `balance_token` if that top-up opened the balance, the current balance, the same receipt - and credits nothing; this is how a buyer who lost the answer recovers it. After the challenge expired, or for any other credential of a credited challenge, the answer is 409 `topup-already-credited`: the credit happened, nothing is charged or credited again, and the balance token is not shown again. A challenge credits at most once.';
+  'A used credential: the very credential that paid, resent in the same form (with or without the Bearer token) while its challenge is valid (its `expires`, 5 minutes), is answered again with the same result - 200, the same `balance_token` if that top-up opened the balance, the current balance, the same receipt - and credits nothing; this is how a buyer who lost the answer recovers it. After the challenge expired, once the balance token it opened was rotated or revoked, or for any other credential of a credited challenge, the answer is 409 `topup-already-credited`: the credit happened, nothing is charged or credited again, and the balance token is not shown again. A challenge credits at most once.';
 
 /** Step 2 of llms.txt's buying flow: the challenge, the exact credential, the test tokens. */
 export function llmsTopupStep(ctx: EmitContext): string {

@@ -278,7 +278,8 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
    *     opened the balance), the current balance, the same receipt - and credit nothing. Until the
    *     challenge expires the credential is as good as the token anyway: had the buyer not sent it,
    *     whoever holds it could have redeemed it and received the token. So this window shows the
-   *     token to no one who could not have had it.
+   *     token to no one who could not have had it. Not once that token was rotated or revoked: a
+   *     dead token is no answer, and the buyer who rotated it had received it.
    *   - anything else (another credential for that challenge, another form or balance, or the same
    *     credential after its challenge expired): 409 `topup-already-credited`, saying the credit
    *     happened and the token is not shown again. A credential that leaks later is worth nothing.
@@ -290,6 +291,8 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
     if (!(until > now())) throw alreadyCredited();
     const token = prior.created_balance ? balanceTokenForChallenge(secretKey, prior.challenge_id) : null;
     if (token && !hashesEqual(token.hash, prior.token_hash)) throw alreadyCredited(); // minted under another secret
+    // Rotated or revoked since: a dead token answers nothing (and whoever rotated it had the answer).
+    if (token && (await ledger.resolveToken(token.hash)).kind === 'revoked') throw alreadyCredited();
     const bal = await ledger.getBalance(prior.token_hash);
     if (!bal) throw alreadyCredited();
     logger?.info({ challenge: short(prior.challenge_id), topup: prior.topup_id, balance: tokenHint(prior.token_hash) }, 'top-up: answered a resent credential again, nothing credited');
