@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { cp, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REPO } from './build.ts';
+import { mainThreadStack } from './processes.ts';
 import type { Fixture } from './service-harness.ts';
 
 export interface Instance {
@@ -54,8 +55,9 @@ export async function startInstance(fx: Fixture, env: Record<string, string>, va
   proc.stdout!.on('data', (d) => (out += d));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
+      const where = proc.pid ? mainThreadStack(proc.pid) : '';
       proc.kill('SIGKILL'); // never leave a half-started server behind
-      reject(new Error(`server did not start within ${START_TIMEOUT_MS / 1000} s: ${err}${out.slice(-2000)}`));
+      reject(new Error(`server did not start within ${START_TIMEOUT_MS / 1000} s: ${err}${out.slice(-2000)}${where ? `\nits main thread (gdb):\n${where}` : ''}`));
     }, START_TIMEOUT_MS);
     const onData = () => {
       const m = /serving (http:\/\/\S+)/.exec(err);

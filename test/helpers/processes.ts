@@ -1,5 +1,7 @@
 // The process table as Linux shows it in /proc: who is whose child, and who is still alive. For
-// the tests that stop a process tree (npm → the server) and assert that nothing of it survives.
+// the tests that stop a process tree (npm → the server) and assert that nothing of it survives; and
+// where a process that hangs is stuck.
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
 export interface ProcessInfo {
@@ -49,4 +51,18 @@ export function descendants(pid: number): ProcessInfo[] {
 export function alive(pid: number): boolean {
   const p = read(pid);
   return p !== null && p.state !== 'Z';
+}
+
+/**
+ * Where a hung process's main thread is, as native frames from gdb (when installed; '' otherwise):
+ * a start that hangs before it prints anything leaves no other trace. Function names only, top 25.
+ */
+export function mainThreadStack(pid: number): string {
+  const r = spawnSync('gdb', ['-p', String(pid), '-batch', '-ex', 'bt 25'], { encoding: 'utf8', timeout: 30_000 });
+  if (r.error || !r.stdout) return '';
+  return r.stdout
+    .split('\n')
+    .filter((l) => /^#\d+ /.test(l))
+    .map((l) => l.replace(/^(#\d+)\s+(?:0x[0-9a-f]+ in )?([^(]*).*$/, '$1 $2').trim())
+    .join('\n');
 }
