@@ -41,6 +41,10 @@ export type Op =
   | { t: 'expire' }
   | { t: 'read'; target: number; inst: number }
   /** SIGKILL of an instance at a commit point of a debit or credit, restart, the buyer retries */
+  /** the buyer rotates a balance's token at one instance; at another, the old token is refused at once and the new one reads the balance */
+  | { t: 'rotate'; target: number; inst: number; inst2: number }
+  /** a rotated-away token pays a fresh quote (one unit of `product`): 401 balance-token-revoked, nothing debited */
+  | { t: 'stale'; k: number; product: number; pick: number; inst: number }
   | { t: 'crash'; point: CommitPoint; op: FaultOp; target: number; product: number; pick: number; inst: number; delayMs: number }
   | { t: 'pgRestart'; inst: number };
 
@@ -61,6 +65,8 @@ export function opArbitrary(o: { faults: boolean; pg: boolean }): fc.Arbitrary<O
     w(2, fc.record({ t: fc.constant('expire' as const) })),
     w(3, fc.record({ t: fc.constant('drain' as const), target: idx, product: idx, start: idx, inst })),
     w(10, fc.record({ t: fc.constant('read' as const), target: idx, inst })),
+    w(3, fc.record({ t: fc.constant('rotate' as const), target: idx, inst, inst2: inst })),
+    w(2, fc.record({ t: fc.constant('stale' as const), k: idx, product: idx, pick: idx, inst })),
   ];
   if (o.faults) {
     parts.push(w(2, fc.record({ t: fc.constant('timeout' as const), target: idx, inst, inst2: inst })));
@@ -81,7 +87,10 @@ export function generateHistory(seed: number, steps: number, o: { faults: boolea
 // ------------------------------------------------------------------------------------------ state
 
 export interface MBalance {
+  /** the token that works now (rotations replace it) */
   token: string;
+  /** the token that opened the balance; its hash is the balance's id for good */
+  opened: string;
   hash: string;
   cents: number;
   /** newest last: kind, cents, and for draws the quote and draw ids */
@@ -121,7 +130,7 @@ export interface MCredential {
 }
 
 /** What a resent credential of a credited challenge must get (TOPUP_REPLAY_RULE in generator/emit/topup-docs.ts). */
-export type ResendExpectation = { status: 200 } | { status: 409; type: 'topup-already-credited'; why: string };
+export type ResendExpectation = { status: 200 } | { status: 409; type: 'topup-already-credited'; why: string } | { status: 401; type: 'balance-token-revoked'; why: string };
 
 export type PayExpectation =
   | { status: 200; kind: 'fresh'; after: number }
@@ -136,6 +145,8 @@ export class Model {
   credentials: MCredential[] = [];
   /** challenge ids credited, and the draws paid, as the service must hold them */
   credited = new Map<string, number>();
+  /** tokens rotated away: refused everywhere from the rotation on */
+  retired = new Set<string>();
   draws = new Map<string, string>(); // quote id -> draw id
   revenue = 0;
   clearing = 0;
@@ -156,11 +167,22 @@ export class Model {
     return { status: 200, kind: 'fresh', after: this.balances[b].cents - q.cents };
   }
 
-  /** The very credential, resent in the same form: answered again while its challenge is valid; any other form, or later: 409. */
+  /**
+   * The very credential, resent in the same form: answered again while its challenge is valid and
+   * the token it opened still works; any other form, or later: 409. The Bearer token it went with,
+   * rotated away since: 401, before anything else.
+   */
   expectResend(c: MCredential, sameForm: boolean): ResendExpectation {
+    if (sameForm && c.bearer && this.retired.has(c.bearer)) return { status: 401, type: 'balance-token-revoked', why: 'the Bearer token it went with was rotated' };
     if (!sameForm) return { status: 409, type: 'topup-already-credited', why: 'another form of the credential' };
     if (!(c.expiresAt > this.clock)) return { status: 409, type: 'topup-already-credited', why: 'its challenge expired' };
+    if (c.createdBalance && this.retired.has(this.balances[c.balance]!.opened)) return { status: 409, type: 'topup-already-credited', why: 'the token it opened was rotated' };
     return { status: 200 };
+  }
+
+  rotate(b: number, token: string): void {
+    this.retired.add(this.balances[b]!.token);
+    this.balances[b]!.token = token;
   }
 
   applyDraw(q: MQuote, b: number, drawId: string): void {
@@ -179,7 +201,7 @@ export class Model {
   applyCredit(c: { challengeId: string; cents: number; balance: number | 'new'; token?: string; hash?: string }): number {
     let i: number;
     if (c.balance === 'new') {
-      this.balances.push({ token: c.token!, hash: c.hash!, cents: 0, lines: [] });
+      this.balances.push({ token: c.token!, opened: c.token!, hash: c.hash!, cents: 0, lines: [] });
       i = this.balances.length - 1;
     } else i = c.balance;
     this.balances[i].cents += c.cents;
