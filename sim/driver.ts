@@ -2,7 +2,7 @@
 // real service instances (sim/cluster.ts) over a real ledger, compares every answer with the model,
 // and after every step checks the invariants on the ledger's own records:
 //   - money is conserved: all entries sum to zero, and so does each transaction;
-//   - no balance below zero, and every balance equals the model's;
+//   - no balance below zero, and every balance and the revenue (draws less refunds) equal the model's;
 //   - each quote debited at most once, each challenge and each PaymentIntent credited at most once;
 //   - every 200 the client saw is in the ledger (draw ids, credited challenges), and nothing else is;
 //   - the statement a buyer reads equals the model's lines (read steps), and `ledger verify` (which
@@ -690,6 +690,33 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
         expectProblem(a, 401, 'balance-token-revoked', 'paid draw with a rotated-away token'); // nothing debited: the invariants check the ledger
         return 'done';
       }
+      case 'refund': {
+        const paid = model.quotes.filter((x) => x.drawId !== undefined);
+        if (!paid.length) return 'skipped';
+        const q = paid[paid.length - 1 - (op.q % paid.length)]!;
+        const left = q.cents - (q.refunded ?? 0);
+        if (left === 0 && op.how !== 'over') return 'skipped';
+        const amount = op.how === 'all' ? undefined : op.how === 'part' ? 1 + (op.part % left) : left + 1 + (op.part % 50);
+        const body = { draw_id: q.drawId, ...(amount !== undefined ? { amount: money(amount) } : {}), reason: 'simulated refund' };
+        const headers = { Authorization: `Bearer ${secrets.LDS_OPERATOR_TOKEN}`, 'Idempotency-Key': `sim-refund-${result.steps}-${model.clock}` };
+        const what = `refund of ${amount === undefined ? 'all that is left' : money(amount)} (${money(left)} left) of draw ${q.drawId}`;
+        const a = await post(`${I(op.inst).base}/lds/admin/refunds`, body, headers);
+        const outcome = op.how === 'over' ? 'refund: 422 (more than is left)' : `refund: ${op.how === 'all' ? 'all that is left' : 'a part'}`;
+        result.counts[outcome] = (result.counts[outcome] ?? 0) + 1;
+        if (op.how === 'over') {
+          expectProblem(a, 422, 'refund-exceeds-payment', what);
+          if (a.body.available !== money(left)) fail('answer', `${what}: available ${a.body.available}, expected ${money(left)}`);
+          return 'done';
+        }
+        const cents = amount ?? left;
+        const after = model.balances[q.paidBy!]!.cents + cents;
+        if (a.status !== 201 || a.body.kind !== 'refund' || a.body.amount !== money(cents) || a.body.balance_after !== money(after) || a.body.balance_id !== model.balances[q.paidBy!]!.hash) fail('answer', `${what}: expected 201 refunding ${money(cents)} to ${money(after)}, got ${show(a)}`);
+        model.applyRefund(q, cents, a.body.correction_id);
+        // The operator resends it with the same key at another instance: the same correction, applied once.
+        const again = await post(`${I(op.inst2).base}/lds/admin/refunds`, body, headers);
+        if (again.status !== 200 || again.body.correction_id !== a.body.correction_id || again.body.balance_after !== money(after)) fail('answer', `${what}, resent with its key: expected 200 with correction ${a.body.correction_id}, got ${show(again)}`);
+        return 'done';
+      }
       case 'crash':
         return crash(op);
       case 'pgRestart': {
@@ -720,7 +747,13 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
     const got = a.body.statement as any[];
     const same =
       got.length === want.length &&
-      want.every((l, i) => got[i].kind === l.kind && got[i].amount === (l.kind === 'draw' ? `-${money(l.cents)}` : money(l.cents)) && (l.kind === 'topup' || (got[i].quote_id === l.quoteId && got[i].id === l.drawId)));
+      want.every((l, i) => {
+        const g = got[i];
+        if (g.kind !== l.kind || g.amount !== (l.kind === 'draw' ? `-${money(l.cents)}` : money(l.cents))) return false;
+        if (l.kind === 'draw') return g.quote_id === l.quoteId && g.id === l.drawId;
+        if (l.kind === 'refund') return g.id === l.correctionId && g.draw_id === l.drawId && g.reason === 'simulated refund';
+        return true;
+      });
     if (!same) fail('statement', `statement of balance #${b}: ${JSON.stringify(got.map((s) => [s.kind, s.amount]))}, model ${JSON.stringify(want.map((l) => [l.kind, l.cents]))}`);
   }
 

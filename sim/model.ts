@@ -45,6 +45,11 @@ export type Op =
   | { t: 'rotate'; target: number; inst: number; inst2: number }
   /** a rotated-away token pays a fresh quote (one unit of `product`): 401 balance-token-revoked, nothing debited */
   | { t: 'stale'; k: number; product: number; pick: number; inst: number }
+  /**
+   * the operator refunds a paid draw (q counted from the newest paid one): all that is left, a part,
+   * or more than is left (422); then resends it with the same Idempotency-Key at inst2 (applied once)
+   */
+  | { t: 'refund'; q: number; how: 'all' | 'part' | 'over'; part: number; inst: number; inst2: number }
   | { t: 'crash'; point: CommitPoint; op: FaultOp; target: number; product: number; pick: number; inst: number; delayMs: number }
   | { t: 'pgRestart'; inst: number };
 
@@ -67,6 +72,7 @@ export function opArbitrary(o: { faults: boolean; pg: boolean }): fc.Arbitrary<O
     w(10, fc.record({ t: fc.constant('read' as const), target: idx, inst })),
     w(3, fc.record({ t: fc.constant('rotate' as const), target: idx, inst, inst2: inst })),
     w(2, fc.record({ t: fc.constant('stale' as const), k: idx, product: idx, pick: idx, inst })),
+    w(3, fc.record({ t: fc.constant('refund' as const), q: fc.nat({ max: 6 }), how: fc.constantFrom('all' as const, 'part' as const, 'part' as const, 'over' as const), part: idx, inst, inst2: inst })),
   ];
   if (o.faults) {
     parts.push(w(2, fc.record({ t: fc.constant('timeout' as const), target: idx, inst, inst2: inst })));
@@ -93,8 +99,8 @@ export interface MBalance {
   opened: string;
   hash: string;
   cents: number;
-  /** newest last: kind, cents, and for draws the quote and draw ids */
-  lines: { kind: 'topup' | 'draw'; cents: number; quoteId?: string; drawId?: string }[];
+  /** newest last: kind, cents; for draws the quote and draw ids, for refunds the correction and the refunded draw */
+  lines: { kind: 'topup' | 'draw' | 'refund'; cents: number; quoteId?: string; drawId?: string; correctionId?: string }[];
 }
 
 export interface MQuote {
@@ -112,6 +118,8 @@ export interface MQuote {
   balanceAfter?: number;
   /** the signed receipt of the draw, as first answered: a replay must answer the very same one */
   receipt?: string;
+  /** refunded so far (operator draw refunds), never above cents */
+  refunded?: number;
 }
 
 export interface MCredential {
@@ -195,6 +203,17 @@ export class Model {
     q.balanceAfter = bal.cents;
     this.draws.set(q.id, drawId);
     this.revenue += q.cents;
+  }
+
+  /** An operator's refund of a paid draw: back to the balance that paid it, out of revenue. */
+  applyRefund(q: MQuote, cents: number, correctionId: string): void {
+    const left = q.cents - (q.refunded ?? 0);
+    if (q.paidBy === undefined || cents <= 0 || cents > left) throw new Error(`model: refund of ${cents} with ${left} left`);
+    const bal = this.balances[q.paidBy]!;
+    bal.cents += cents;
+    bal.lines.push({ kind: 'refund', cents, drawId: q.drawId!, correctionId });
+    q.refunded = (q.refunded ?? 0) + cents;
+    this.revenue -= cents;
   }
 
   /** A credited top-up; returns the balance index. */
