@@ -22,7 +22,7 @@ import { localAddresses } from '../generator/addresses.ts';
 import { CURRENT_FILE, KEY, type StoredUnit } from '../contract/store-format.ts';
 import { drawPriceCents } from '../contract/money.ts';
 import { PROBLEM_BASE } from '../payments/problem.ts';
-import { balanceTokenForChallenge, hashToken } from '../payments/tokens.ts';
+import { balanceTokenForChallenge, hashToken, isWellFormedToken } from '../payments/tokens.ts';
 import { generateReceiptKey, ReceiptSigner, verifyReceipt, type Jwks } from '../payments/receipts.ts';
 import { exportLedgerAt, verifyLedgerAt } from '../payments/ledger/ops.ts';
 import { writeExport } from '../payments/ledger/transfer.ts';
@@ -38,6 +38,8 @@ const TTL_SECONDS = 900;
 /** A top-up challenge's lifetime (payments/topup/handler.ts, 5 minutes), by the simulated clock. */
 const CHALLENGE_TTL_MS = 5 * 60_000;
 const CLOCK_START = Date.UTC(2030, 0, 1);
+/** The reason every simulated refund gives; the buyer's statement shows it. */
+const REFUND_REASON = 'simulated refund';
 
 export interface ProductInfo {
   id: string;
@@ -670,9 +672,10 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
         const b = balanceAt(op.target);
         if (b === null) return 'skipped';
         const old = model.balances[b]!.token;
+        const balance = money(model.balances[b]!.cents);
         const a = await http(`${I(op.inst).base}/lds/balance/token`, { method: 'POST', headers: bearerOf(b) });
         const fresh = a.body?.balance_token;
-        if (a.status !== 200 || typeof fresh !== 'string' || !/^lds_bal_[A-Za-z0-9_-]{43}$/.test(fresh) || fresh === old || a.body.balance !== money(model.balances[b]!.cents)) fail('answer', `token rotation: expected 200 with a new token and balance ${money(model.balances[b]!.cents)}, got ${show(a)}`);
+        if (a.status !== 200 || !isWellFormedToken(fresh) || fresh === old || a.body.balance !== balance) fail('answer', `token rotation: expected 200 with a new token and balance ${balance}, got ${show(a)}`);
         model.rotate(b, fresh);
         // At once, on another instance: the old token is refused, the new one reads the balance and statement.
         const stale = await http(`${I(op.inst2).base}/lds/balance`, { headers: { Authorization: `Bearer ${old}` } });
@@ -697,7 +700,7 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
         const left = q.cents - (q.refunded ?? 0);
         if (left === 0 && op.how !== 'over') return 'skipped';
         const amount = op.how === 'all' ? undefined : op.how === 'part' ? 1 + (op.part % left) : left + 1 + (op.part % 50);
-        const body = { draw_id: q.drawId, ...(amount !== undefined ? { amount: money(amount) } : {}), reason: 'simulated refund' };
+        const body = { draw_id: q.drawId, ...(amount !== undefined ? { amount: money(amount) } : {}), reason: REFUND_REASON };
         const headers = { Authorization: `Bearer ${secrets.LDS_OPERATOR_TOKEN}`, 'Idempotency-Key': `sim-refund-${result.steps}-${model.clock}` };
         const what = `refund of ${amount === undefined ? 'all that is left' : money(amount)} (${money(left)} left) of draw ${q.drawId}`;
         const a = await post(`${I(op.inst).base}/lds/admin/refunds`, body, headers);
@@ -751,7 +754,7 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
         const g = got[i];
         if (g.kind !== l.kind || g.amount !== (l.kind === 'draw' ? `-${money(l.cents)}` : money(l.cents))) return false;
         if (l.kind === 'draw') return g.quote_id === l.quoteId && g.id === l.drawId;
-        if (l.kind === 'refund') return g.id === l.correctionId && g.draw_id === l.drawId && g.reason === 'simulated refund';
+        if (l.kind === 'refund') return g.id === l.correctionId && g.draw_id === l.drawId && g.reason === REFUND_REASON;
         return true;
       });
     if (!same) fail('statement', `statement of balance #${b}: ${JSON.stringify(got.map((s) => [s.kind, s.amount]))}, model ${JSON.stringify(want.map((l) => [l.kind, l.cents]))}`);

@@ -40,7 +40,6 @@ export type Op =
   | { t: 'drain'; target: number; product: number; start: number; inst: number }
   | { t: 'expire' }
   | { t: 'read'; target: number; inst: number }
-  /** SIGKILL of an instance at a commit point of a debit or credit, restart, the buyer retries */
   /** the buyer rotates a balance's token at one instance; at another, the old token is refused at once and the new one reads the balance */
   | { t: 'rotate'; target: number; inst: number; inst2: number }
   /** a rotated-away token pays a fresh quote (one unit of `product`): 401 balance-token-revoked, nothing debited */
@@ -50,6 +49,7 @@ export type Op =
    * or more than is left (422); then resends it with the same Idempotency-Key at inst2 (applied once)
    */
   | { t: 'refund'; q: number; how: 'all' | 'part' | 'over'; part: number; inst: number; inst2: number }
+  /** SIGKILL of an instance at a commit point of a debit or credit, restart, the buyer retries */
   | { t: 'crash'; point: CommitPoint; op: FaultOp; target: number; product: number; pick: number; inst: number; delayMs: number }
   | { t: 'pgRestart'; inst: number };
 
