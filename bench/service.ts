@@ -199,7 +199,9 @@ interface Target {
   name: string;
   /** The wrk targets of one run, run at the same time (two instances: one each). Built per run. */
   opts: () => WrkTarget[];
-  /** Told what each target's run sent (paid draws advance their quotes). */
+  /** Runs before each run, outside the measured window (paid draws mint the quotes it may send). */
+  prepare?: (seconds: number) => Promise<void>;
+  /** Told what each target's run sent (paid draws give back the quotes not sent). */
   after?: (results: WrkResult[]) => void;
   expect: number;
   servers: ChildProcess[];
@@ -222,6 +224,7 @@ interface Part {
 let workDir = tmpdir(); // set to the benchmark's temporary folder in main()
 
 async function runOnce(t: Target, seconds: number): Promise<Part> {
+  await t.prepare?.(seconds);
   const opts = t.opts();
   const per = Math.max(1, Math.round(CONNECTIONS / opts.length));
   const th0 = THREADS ? await threadCpu(t.servers) : undefined;
@@ -395,19 +398,51 @@ async function makeQuotes(base: string, drawBody: string, wanted: number): Promi
 }
 
 /**
- * A paid-draw target over one or more instances; every request pays a fresh quote. The quotes are
- * dealt to the instances in turn, and each run starts after the quotes the runs before sent.
+ * Fresh quotes for the paid rows. Before each run it holds enough for that run at twice the fastest
+ * paid rate seen so far (at least `floorRate`), plus two in flight per connection, minted outside
+ * the measured window; quotes a run did not send go back for the next. So no BENCH_SECONDS, slice
+ * or machine speed runs out of quotes (a row that still did would be invalid: see `invalid`).
  */
-function paidTarget(bases: string[], servers: ChildProcess[], tokens: string[], units: string[], quotes: string[]): Target {
-  const dealt = bases.map((_, k) => quotes.filter((_, i) => i % bases.length === k));
-  const used = bases.map(() => 0);
+class QuotePool {
+  private quotes: string[] = [];
+  private fastest = 0;
+  constructor(
+    private readonly mint: (n: number) => Promise<string[]>,
+    private readonly floorRate: number,
+  ) {}
+  async ensure(seconds: number): Promise<void> {
+    const want = Math.ceil(2 * Math.max(this.fastest, this.floorRate) * seconds) + 2 * CONNECTIONS;
+    if (this.quotes.length < want) this.quotes.push(...(await this.mint(want - this.quotes.length)));
+  }
+  take(n: number): string[] {
+    return this.quotes.splice(0, n);
+  }
+  giveBack(unsent: string[], rate: number): void {
+    this.quotes.unshift(...unsent);
+    this.fastest = Math.max(this.fastest, rate);
+  }
+}
+
+/**
+ * A paid-draw target over one or more instances; every request pays a fresh quote from `pool`,
+ * dealt to the instances in turn.
+ */
+function paidTarget(bases: string[], servers: ChildProcess[], tokens: string[], units: string[], pool: QuotePool): Target {
+  let dealt: string[][] = [];
+  let seconds = 1;
   const prefix = JSON.stringify({ product_id: PRODUCT, units, quote_id: '' }).slice(0, -2);
   return {
     name: '',
     expect: 200,
     servers,
-    opts: () => bases.map((base, k) => ({ url: `${base}/lds/draw`, method: 'POST', headers: json, sequence: { ids: dealt[k].slice(used[k]), tokens, prefix, suffix: '"}' } })),
-    after: (rs) => rs.forEach((r, k) => (used[k] += r.sent)),
+    prepare: async (s) => {
+      seconds = s;
+      await pool.ensure(s);
+      const batch = pool.take(Number.MAX_SAFE_INTEGER);
+      dealt = bases.map((_, k) => batch.filter((_, i) => i % bases.length === k));
+    },
+    opts: () => bases.map((base, k) => ({ url: `${base}/lds/draw`, method: 'POST', headers: json, sequence: { ids: dealt[k], tokens, prefix, suffix: '"}' } })),
+    after: (rs) => pool.giveBack(rs.flatMap((r, k) => dealt[k].slice(r.sent)), rs.reduce((a, r) => a + r.requests, 0) / seconds),
   };
 }
 
@@ -461,7 +496,16 @@ async function main() {
   let pgServer: PgServer | null = null;
   const results: Figures[] = [];
   const ratios: string[] = [];
-  const ratio = (what: string, a: Figures, b: Figures, goal: string) => ratios.push(`${what}: ${(a.rps / b.rps).toFixed(2)}  (${goal}; load ${a.load})`);
+  // A row with any unexpected answer (a status it should not get, a socket error, a run that ran
+  // out of quotes) measured something else: it yields no figure, and the run fails at the end.
+  const invalid: string[] = [];
+  const valid = (...rows: Figures[]) => {
+    const bad = rows.filter((r) => r.note);
+    for (const r of bad) if (!invalid.includes(r.name)) invalid.push(r.name);
+    return bad.length === 0;
+  };
+  const ratio = (what: string, a: Figures, b: Figures, goal: string) =>
+    ratios.push(valid(a, b) ? `${what}: ${(a.rps / b.rps).toFixed(2)}  (${goal}; load ${a.load})` : `${what}: no figure (invalid row: ${[a, b].filter((r) => r.note).map((r) => r.note).join('; ')})`);
   try {
     console.error('compiling build/ and building the catalogue and unit store…');
     const tsc = spawnSync(process.execPath, ['scripts/ensure-build.mjs'], { cwd: REPO, stdio: 'inherit' });
@@ -530,17 +574,16 @@ async function main() {
     }
     await stopChild(hello.proc);
 
-    // Enough distinct quotes for the paid runs (warm-up included) at the best rate seen on this box,
-    // made by another instance with the same secrets (a quote is signed, not stored), so the
-    // measured service (and its CPU profile) only sees the paid requests.
+    // Distinct quotes for the paid runs, made by another instance with the same secrets (a quote is
+    // signed, not stored), so the measured service (and its CPU profile) only sees the paid requests.
     let quoter: { proc: ChildProcess; base: string } | undefined;
-    const paidQuotes = async (perSecond: number, seconds: number) => {
-      quoter ??= await startService('quoter', { LOG_LEVEL: 'warn' });
-      // each run may leave a quote in flight per connection when it stops: those are spent too
-      return makeQuotes(quoter.base, drawBody, Math.ceil(perSecond * seconds) + CONNECTIONS * (4 * BLOCKS + 2));
-    };
+    const quotePool = (floorRate: number) =>
+      new QuotePool(async (n) => {
+        quoter ??= await startService('quoter', { LOG_LEVEL: 'warn' });
+        return makeQuotes(quoter.base, drawBody, n);
+      }, floorRate);
     if (ONLY.has('level')) {
-      const quotes = await paidQuotes(4000, SECONDS + WARMUP);
+      const quotes = quotePool(4000);
       const rawDb = new Level<string, unknown>(join(root, 'raw-level'), { valueEncoding: 'json' });
       await rawDb.open();
       const [paid, raw] = await pair(
@@ -551,7 +594,7 @@ async function main() {
       results.push(paid, raw);
       ratio('LevelDB paid draws / raw synced batches', paid, raw, 'goal >= 1.00');
       const quote = results.find((r) => r.name.startsWith('POST /v1/lds/draw, 402'));
-      if (quote?.serverUs && paid.serverUs) ratios.push(`LevelDB server CPU per paid draw / per quote: ${(paid.serverUs / quote.serverUs).toFixed(2)}  (goal <= 2.0)`);
+      if (quote?.serverUs && paid.serverUs && valid(quote, paid)) ratios.push(`LevelDB server CPU per paid draw / per quote: ${(paid.serverUs / quote.serverUs).toFixed(2)}  (goal <= 2.0)`);
     }
     await stopChild(svc.proc);
 
@@ -574,14 +617,15 @@ async function main() {
       try {
         const a = await startService('pg-a', { LDS_LEDGER_URL: ledgerUrl });
         const pgTokens = await balances(a.base, 8);
-        const quotes = await paidQuotes(2000, 2 * (SECONDS + WARMUP));
+        const quotes = quotePool(2000);
+        await quotes.ensure(1);
         const pool = new pg.Pool({ connectionString: ledgerUrl, max: PG_POOL });
         // A real draw record and the balances' hashes, for the raw loop.
-        await fetch(`${a.base}/lds/draw`, { method: 'POST', headers: { ...json, authorization: `Bearer ${pgTokens[0]}` }, body: JSON.stringify({ product_id: PRODUCT, units, quote_id: quotes.pop() }) });
+        await fetch(`${a.base}/lds/draw`, { method: 'POST', headers: { ...json, authorization: `Bearer ${pgTokens[0]}` }, body: JSON.stringify({ product_id: PRODUCT, units, quote_id: quotes.take(1)[0] }) });
         const draw = JSON.parse((await pool.query('SELECT draw FROM lds_draws LIMIT 1')).rows[0].draw as string);
         const hashes = (await pool.query('SELECT token_hash FROM lds_balances ORDER BY token_hash')).rows.map((r) => r.token_hash as string);
         const rawRow = { name: `PostgreSQL: raw loop of the ledger's debit statement (node-postgres, pool ${PG_POOL}, ${CONNECTIONS} concurrent)`, run: rawPgRunner(pool, hashes, draw), servers: false };
-        const [paid1, raw1] = await pair({ name: 'PostgreSQL, 1 instance: POST /v1/lds/draw, paid (10 units)', run: wrkRunner(paidTarget([a.base], [a.proc], pgTokens, units, quotes.splice(0, quotes.length >> 1))), servers: true }, rawRow);
+        const [paid1, raw1] = await pair({ name: 'PostgreSQL, 1 instance: POST /v1/lds/draw, paid (10 units)', run: wrkRunner(paidTarget([a.base], [a.proc], pgTokens, units, quotes)), servers: true }, rawRow);
         results.push(paid1, raw1);
         ratio('PostgreSQL paid draws (1 instance) / raw debit loop', paid1, raw1, 'goal >= 0.70');
         const b = await startService('pg-b', { LDS_LEDGER_URL: ledgerUrl });
@@ -619,6 +663,10 @@ async function main() {
     }
     console.log('\n(start-up rows: p50 = median ms, p99 = slowest of 3 ms)\n');
     for (const r of ratios) console.log(r);
+    if (invalid.length) {
+      console.log(`\nINVALID: ${invalid.length} row(s) had unexpected answers, so their figures are not results:\n${invalid.map((n) => `  - ${n}`).join('\n')}`);
+      process.exitCode = 1;
+    }
   } finally {
     for (const p of children) await stopChild(p);
     if (pgServer) await pgServer.stop();
