@@ -6,10 +6,9 @@
 //
 // This module imports only types from docs.ts (docs.ts imports this one).
 import { a2aUrl } from '../addresses.ts';
-import type { DocSection } from './docs.ts';
 import type { EmitContext } from './types.ts';
 import { mainExampleProduct } from './examples.ts';
-import { fence, shq } from './markdown.ts';
+import { type DocSection, fence, shq } from './markdown.ts';
 
 /** Everything an example names; derived from the catalogue so it always names what exists. */
 export interface AgentExampleInput {

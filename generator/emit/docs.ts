@@ -10,17 +10,10 @@ import { type Emitter, type EmitContext, MARKDOWN_TYPE, TEXT_TYPE } from './type
 import { docsPath, machineDocuments, siteUrls } from './site.ts';
 import { DRAW_BOUNDS, openApiDocument } from './openapi.ts';
 import { AGENT_DOC_SECTIONS } from './agent-docs.ts';
-import { fence, groupDigits, mdTable, shq } from './markdown.ts';
+import { type DocSection, fence, groupDigits, mdTable, shq } from './markdown.ts';
 import { CREDENTIAL_DOC_SECTIONS, TOPUP_REPLAY_RULE, exampleTopupBody, llmsTopupStep } from './topup-docs.ts';
 import { DRAW_EXAMPLE_LIMIT, exampleClaim, mainExampleProduct } from './examples.ts';
 import { PREVIEW_DOC_SECTIONS, SOURCE_DOC_SECTIONS } from './source-docs.ts';
-
-export interface DocSection {
-  /** Section heading (an H2); the table of contents links to it. */
-  title: string;
-  /** Markdown body under the heading, without the heading itself. */
-  render: (ctx: EmitContext) => string;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Small Markdown helpers

@@ -1,5 +1,15 @@
-// Text helpers the docs emitters share (docs.ts imports the sections of agent-docs.ts and
-// source-docs.ts, so these live apart from all of them).
+// Text helpers and the section type the docs emitters share: docs.ts imports the sections of
+// agent-docs.ts, source-docs.ts and topup-docs.ts, so what they all need lives below all of them
+// (scripts/import-cycles.ts keeps it that way).
+import type { EmitContext } from './types.ts';
+
+/** One H2 section of the generated docs, rendered from the build's context. */
+export interface DocSection {
+  /** Section heading (an H2); the table of contents links to it. */
+  title: string;
+  /** Markdown body under the heading, without the heading itself. */
+  render: (ctx: EmitContext) => string;
+}
 
 /** A shell single-quoted word. */
 export function shq(text: string): string {

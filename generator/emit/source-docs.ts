@@ -3,9 +3,8 @@
 // matches) and "Sources: what each holds and what was checked" (the per-source table of the
 // catalogue: status, units, rows, licence, attribution, what was checked of the licence).
 // Imports only types from docs.ts (docs.ts imports this module).
-import type { DocSection } from './docs.ts';
 import { DRAW_EXAMPLE_LIMIT, exampleClaim } from './examples.ts';
-import { fence, groupDigits, mdTable, shq } from './markdown.ts';
+import { type DocSection, fence, groupDigits, mdTable, shq } from './markdown.ts';
 import type { EmitContext } from './types.ts';
 
 export const SOURCE_STATUS_TEXT: Record<string, string> = {

@@ -7,9 +7,8 @@
 //
 // Like the rest of the generator this imports nothing from payments/ (the seam is dist/); the test
 // checks that the sandbox values below are the ones payments/processors/sandbox.ts acts on.
-import type { DocSection } from './docs.ts';
 import type { EmitContext } from './types.ts';
-import { fence, shq } from './markdown.ts';
+import { type DocSection, fence, shq } from './markdown.ts';
 
 /** Shared Payment Tokens the sandbox processor answers as Stripe would. */
 export const SANDBOX_SPTS = {

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { Problem } from '../problem.ts';
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
-import type { CorrectionKind, CorrectionRecord, DrawRecord, StatementRecord, TokenRecord, TopupRecord } from './records.ts';
+import type { CorrectionKind, CorrectionRecord, DrawRecord, LedgerRecords, StatementRecord, TokenRecord, TopupRecord } from './records.ts';
 import type { Violation } from './verify.ts';
 
 export type { BalanceRecord, CorrectionKind, CorrectionRecord, DrawRecord, EntryRecord, StatementRecord, TokenRecord, TopupRecord } from './records.ts';
@@ -166,7 +166,7 @@ export interface ChallengeClaim {
 }
 
 /** Every record of a ledger as [logical key, value], in key order (records.ts `K`). */
-export type LedgerRecords = AsyncIterable<[string, unknown]>;
+export type { LedgerRecords } from './records.ts';
 
 export interface Ledger {
   readonly backend: LedgerBackend;

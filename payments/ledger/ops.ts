@@ -8,7 +8,8 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { LedgerSettings } from './open.ts';
-import { openLedger, redactUrl } from './open.ts';
+import { openLedger } from './open.ts';
+import { redactUrl } from './location.ts';
 import { readExport, writeExport } from './transfer.ts';
 import type { Violation } from './verify.ts';
 import type { Ledger } from './ledger.ts';

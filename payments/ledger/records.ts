@@ -11,6 +11,9 @@
 // Accounts: `clearing:<processor>` (money the processor owes us; goes negative as buyers pay),
 // `balance:<token hash>` (prepaid money we owe the buyer) and `revenue` (money earned by draws).
 
+/** Every record of one consistent snapshot as (logical key, value) pairs, in key order (Ledger.readSnapshot). */
+export type LedgerRecords = AsyncIterable<[string, unknown]>;
+
 export const K = {
   balance: (hash: string) => `b:${hash}`,
   topup: (id: string) => `t:${id}`,

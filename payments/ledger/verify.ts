@@ -21,12 +21,12 @@ import {
   type CorrectionRecord,
   type DrawRecord,
   type EntryRecord,
+  type LedgerRecords,
   type StatementRecord,
   type TokenRecord,
   type TopupRecord,
 } from './records.ts';
 import canonicalize from 'canonicalize';
-import type { LedgerRecords } from './ledger.ts';
 
 export interface ViolationRecord {
   key: string;

@@ -64,7 +64,7 @@ import { importWrites } from '../transfer.ts';
 import { verifyRecords, type Violation } from '../verify.ts';
 import { hashesEqual, isTokenHash, tokenHint } from '../../tokens.ts';
 import { migrate } from './migrations.ts';
-import { redactUrl } from '../open.ts';
+import { redactUrl } from '../location.ts';
 import type { FaultHooks, FaultOp } from '../../faults.ts';
 
 export interface PgLedgerOptions {
