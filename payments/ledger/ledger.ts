@@ -2,6 +2,12 @@
 // with the same records (records.ts) and the same guarantees:
 //   - level/     the embedded LevelDB default (one process; LDS_LEDGER_DIR);
 //   - postgres/  PostgreSQL for any number of stateless service instances (LDS_LEDGER_URL).
+// Invariants: every backend keeps these on every change and asserts them at commit (LevelDB:
+// invariants.ts on each batch; PostgreSQL: CHECK and UNIQUE constraints and single-statement
+// changes), and verify.ts audits them over a whole ledger:
+//   - a balance is a whole number of cents and never below zero;
+//   - the entries of each transaction sum to zero (per currency);
+//   - one debit per quote (the quote's claim is written with the draw, UNIQUE in PostgreSQL).
 // Guarantees every backend gives, and verify.ts audits:
 //   - every state change is one atomic, durable transaction: the business record, its uniqueness
 //     claims, two double-entry lines that sum to zero, the new balance and the statement line;

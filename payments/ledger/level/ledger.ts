@@ -14,6 +14,7 @@
 import { mkdir, access } from 'node:fs/promises';
 import { Level } from 'level';
 import { GroupCommitter, KeyedMutex, type BatchOp } from './commit.ts';
+import { assertChange } from '../invariants.ts';
 import {
   ACCOUNT,
   K,
@@ -375,7 +376,7 @@ export class LevelLedger implements Ledger {
       const at = new Date().toISOString();
       const records: TokenRecord[] = [{ token_hash: hash, balance, created_at: prior?.created_at ?? at, revoked_at: at, revoked_reason: why }];
       if (newHash) records.push({ token_hash: newHash, balance, created_at: at });
-      commit.durable = this.committer.enqueue(records.map((r) => put(K.token(r.token_hash), r)));
+      commit.durable = this.enqueue(records.map((r) => put(K.token(r.token_hash), r)));
       // Readers see the change from now on: through the read cache, and through the pending map
       // until the batch is durable (the cache may be cleared before then; the pending map is not).
       this.tokenChanges++;
@@ -494,7 +495,7 @@ export class LevelLedger implements Ledger {
             put(K.balance(hash), newBal),
             put(K.statement(hash, balanceSeq), correctionStatementLine(c)),
           ];
-          commit.durable = this.committer.enqueue(ops);
+          commit.durable = this.enqueue(ops);
           this.balances.set(hash, newBal);
           return { kind: 'ok', correction: c };
         });
@@ -538,8 +539,11 @@ export class LevelLedger implements Ledger {
     this.assertUsable();
     for await (const _key of this.db.keys({ limit: 1 })) throw new LedgerNotEmptyError(`the ledger ${this.location} is not empty: import into a new, empty ledger directory`);
     const ops: BatchOp[] = [];
+    // Straight to the committer, in chunks: an import is a copy of records that were each checked
+    // when they were first written, a chunk may split a transaction, and `ledger import` verifies
+    // the whole ledger afterwards.
     const flush = async () => {
-      if (ops.length) await this.enqueue(ops.splice(0));
+      if (ops.length) await this.committer.enqueue(ops.splice(0));
     };
     for await (const [key, value] of importWrites(records)) {
       ops.push(put(key, value));
@@ -563,8 +567,9 @@ export class LevelLedger implements Ledger {
   /** State changes queued since the committer last took its queue (for the batch-size metric). */
   private queuedChanges = 0;
 
-  /** One state change to the group committer. */
+  /** One state change to the group committer, once it is checked against the ledger's invariants (invariants.ts). */
   private enqueue(ops: BatchOp[], tag?: FaultOp): Promise<void> {
+    assertChange(ops.filter((op) => op.type === 'put'));
     this.queuedChanges++;
     return this.committer.enqueue(ops, tag);
   }
