@@ -88,6 +88,8 @@ test('a good change (a price): check passes, the build succeeds, the diff shows 
   assert.match(r.stderr, 'changes a buyer sees');
   assert.match(r.stderr, '(lds diff exited 1)');
   assert.is(readFileSync(join(ws.env.LDS_REPORT_DIR, 'changed'), 'utf8').trim(), 'true');
+  assert.is(readFileSync(join(ws.env.LDS_REPORT_DIR, 'review'), 'utf8').trim(), 'true', 'a price change needs the review label');
+  assert.match(r.stderr, 'needs review: prices');
   // The build happened and carries the new price.
   const built = catalogueOf(ws.env.LDS_OUT);
   assert.is(built.products.find((p: any) => p.product_id === PRICED).pricing.draw_unit_price_micro_eur, 15_000);
@@ -158,7 +160,7 @@ test('the GitHub workflow runs the same recipe: check, build, diff in that order
   // SOURCE_DATE_EPOCH from the commit and check's GitHub annotations are the recipe's own.
   assert.match(script, 'SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)');
   assert.match(script, 'LDS_CHECK_FORMAT=github');
-  assert.match(WORKFLOW, 'steps.diff.outputs.changed == \'true\'');
+  assert.match(WORKFLOW, 'steps.diff.outputs.review == \'true\'');
 });
 
 test.run();

@@ -75,6 +75,7 @@ test('price change on one product and one source held: exactly those changes, ex
   assert.equal(d.product_fields, []);
   assert.equal(d.catalogue_fields, []);
   assert.is(d.change_count, 1 + 1 + d.product_counts.length + 1);
+  assert.equal(d.review, ['prices', 'sources held']);
 });
 
 test('the Markdown form names the same changes, one section each', () => {
@@ -88,6 +89,7 @@ test('the Markdown form names the same changes, one section each', () => {
   const sections = [...md.matchAll(/^### (.+)$/gm)].map((m) => m[1]);
   assert.equal(sections, ['Prices (EUR)', 'Sources held', 'Units and rows per product', 'Units and rows per source']);
   assert.match(r.stderr, /changes a buyer sees/);
+  assert.match(md, '**Needs review before it reaches buyers:** prices, sources held.');
 });
 
 test('two identical builds: no change a buyer sees, exit 0 (directories and catalogue files alike)', () => {
@@ -99,6 +101,7 @@ test('two identical builds: no change a buyer sees, exit 0 (directories and cata
   assert.is(j.code, 0, j.stderr);
   const d = JSON.parse(j.stdout);
   assert.is(d.change_count, 0);
+  assert.equal(d.review, []);
   assert.is(d.buyer_visible, false);
   assert.is(d.version.old, d.version.new, 'SOURCE_DATE_EPOCH makes the two builds the same version');
 });
@@ -149,6 +152,8 @@ test('renames, added and removed products, a released source, a ruling and an ad
   const md = diffMarkdown(c);
   for (const heading of ['### Products', '### Sources released', '### Licence rulings and attributions', '### Addresses']) assert.match(md, heading);
   assert.match(md, `| ${gone.product_id} | removed |`);
+  // Removed products, releases and rulings need a person's approval; renames, additions and addresses do not.
+  assert.equal(c.review, ['licences', 'sources released', 'products removed']);
 });
 
 test('a price from zero has no percentage; a table cell keeps its pipes escaped', () => {

@@ -10,7 +10,8 @@
 #          the same commit always gives the same dist/ and version.
 #   diff   npx lds diff <published> <dist>: Markdown and JSON into $LDS_REPORT_DIR. A change buyers
 #          see (diff exits 1) is reported, not a failure: the step exits 0 and writes
-#          changed=true|false (for a rule such as "price or licence changes need a label").
+#          $LDS_REPORT_DIR/changed (true|false: anything a buyer sees) and review (true|false:
+#          prices, licences, holds, releases or removed products, which a person should approve).
 #
 # Settings (environment):
 #   LDS_SRC        catalog-src folder                       (default catalog-src)
@@ -19,7 +20,7 @@
 #   LDS_PUBLISHED  the published version to compare with: an http(s) URL of its catalogue
 #                  (<base_url>/lds/_catalog, fetched with curl), a saved catalogue file, or the dist/
 #                  folder of a previous build artifact. Empty: first publication, no diff.
-#   LDS_REPORT_DIR diff.md, diff.json, changed              (default ci-report)
+#   LDS_REPORT_DIR diff.md, diff.json, changed, review      (default ci-report)
 #   LDS_CHECK_FORMAT  text, json or github                  (default github inside GitHub Actions, else text)
 #   SOURCE_DATE_EPOCH the build clock                       (default: the last commit's time)
 #   LDS            the command                              (default: npx --no -- lds)
@@ -66,6 +67,7 @@ step_diff() {
     say "no published version given (LDS_PUBLISHED): first publication, nothing to compare"
     echo "No published version to compare with: this is the first publication." > "$REPORT/diff.md"
     echo false > "$REPORT/changed"
+    echo false > "$REPORT/review"
     return 0
   fi
   old=$PUBLISHED
@@ -86,6 +88,14 @@ step_diff() {
     1) echo true > "$REPORT/changed"; say "changes a buyer sees: $REPORT/diff.md (lds diff exited 1)" ;;
     *) say "lds diff could not run (exit $status)"; exit "$status" ;;
   esac
+  # Prices, licences, holds, releases or removed products: a person approves them (diff.json "review").
+  review=$(node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).review.join(", "))' "$REPORT/diff.json")
+  if [ -n "$review" ]; then
+    echo true > "$REPORT/review"
+    say "needs review: $review"
+  else
+    echo false > "$REPORT/review"
+  fi
   cat "$REPORT/diff.md"
 }
 

@@ -100,6 +100,12 @@ export interface CatalogueChanges {
   generated_at: Change<string>;
   /** How many changes a buyer sees (every entry below); 0 means `lds diff` exits 0. */
   change_count: number;
+  /**
+   * The kinds of change a person should approve before they reach buyers (CI asks for a label):
+   * prices, licence rulings and attributions, holds and releases, products removed. Counts that
+   * move with the data, new products and wording do not need it.
+   */
+  review: string[];
   products: { added: ProductRef[]; removed: ProductRef[]; renamed: Renamed[] };
   prices: PriceChange[];
   product_counts: ProductCountChange[];
@@ -215,6 +221,7 @@ export function diffCatalogues(oldDoc: CatalogueDoc, newDoc: CatalogueDoc): Cata
     store_version: { old: oldDoc.store_version, new: newDoc.store_version },
     generated_at: { old: oldDoc.generated_at, new: newDoc.generated_at },
     change_count: 0,
+    review: [],
     products: {
       added: newDoc.products.filter((p) => !oldProducts.has(p.product_id)).map(ref),
       removed: oldDoc.products.filter((p) => !newProducts.has(p.product_id)).map(ref),
@@ -287,5 +294,13 @@ export function diffCatalogues(oldDoc: CatalogueDoc, newDoc: CatalogueDoc): Cata
     changes.prices.length + changes.product_counts.length + changes.source_counts.length +
     changes.sources.held.length + changes.sources.released.length + changes.sources.status.length +
     changes.licences.length + changes.addresses.length + changes.product_fields.length + changes.catalogue_fields.length;
+  const gated: [string, number][] = [
+    ['prices', changes.prices.length],
+    ['licences', changes.licences.length],
+    ['sources held', changes.sources.held.length],
+    ['sources released', changes.sources.released.length],
+    ['products removed', changes.products.removed.length],
+  ];
+  changes.review = gated.filter(([, n]) => n > 0).map(([name]) => name);
   return changes;
 }

@@ -36,6 +36,7 @@ export function diffMarkdown(c: CatalogueChanges): string {
       ? 'No change a buyer sees.'
       : `**${c.change_count} change${c.change_count === 1 ? '' : 's'} a buyer sees** (\`lds diff\` exits 1).`,
   );
+  if (c.review.length) out.push('', `**Needs review before it reaches buyers:** ${c.review.join(', ')}.`);
   out.push('', ...table(['', 'old', 'new'], [
     ['version', c.version.old, c.version.new],
     ['unit store', c.store_version.old, c.store_version.new],
