@@ -64,6 +64,20 @@ program
     console.log(`built ${result.version} (${result.files} files in ${result.outDir}; store ${result.storeVersion ?? 'not built'}) in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   });
 
+program
+  .command('diff')
+  .description('what a new catalogue changes for buyers: products added, removed or renamed, prices, unit and row counts, licences, sources held or released, addresses, version')
+  .argument('<old>', 'the published catalogue: a built dist/ folder or a catalogue file (dist/v1/lds/_catalog, or one fetched from <base_url>/lds/_catalog)')
+  .argument('<new>', 'the new catalogue: a built dist/ folder or a catalogue file')
+  .addOption(new Option('--format <format>', 'markdown (for a pull-request comment) or json (one document)').choices(['markdown', 'json']).default('markdown'))
+  .addHelpText('after', `\nExit status: 0 nothing a buyer sees changed (the version and build time alone do not count); 1 a buyer sees changes (CI can ask for a review label); 2 could not run (a missing or unreadable input, a bad option).\n\nExamples:\n  npx lds diff published-catalog.json dist\n  npx lds diff old-dist dist --format json > changes.json`)
+  // A bad option is "could not run" (2), never "changed" (1): CI reads 1 as a change to review.
+  .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
+  .action(async (oldPath: string, newPath: string, o: { format: 'markdown' | 'json' }) => {
+    const { runDiff } = await import('./cli/diff.ts');
+    process.exitCode = await runDiff(oldPath, newPath, o, { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) });
+  });
+
 // Stopping: the server drains on SIGTERM and SIGINT (payments/serve.ts), so the signal must reach
 // this process. `npm start` runs its script as `sh -c '<script>'` and forwards SIGTERM/SIGINT only
 // to that shell; Debian's sh (dash) neither execs the last command of `-c` nor passes the signal

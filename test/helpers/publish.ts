@@ -1,0 +1,36 @@
+// Publisher edits to a copy of catalog-src, shared by the diff, CI-recipe and guide tests.
+import { join } from 'node:path';
+import { cli, editJson, tempDir } from './build.ts';
+
+/** The fixed build clock of these tests (2026-01-01T00:00:00Z). */
+export const EPOCH = '1767225600';
+
+/** Holds a source as a publisher does: the ruling and data go, a `held` reason comes. */
+export async function holdSource(srcDir: string, id: string, reason: string): Promise<void> {
+  await editJson(join(srcDir, 'sources', `${id}.json`), (d) => {
+    delete d.ruling;
+    delete d.data;
+    delete d.checked;
+    delete d.no_data_reason;
+    d.held = { reason, since: '2026-11-25' };
+  });
+}
+
+/** Sets a product's draw price per unit (micro-euros); returns the old one. */
+export async function setDrawPrice(srcDir: string, productId: string, micros: number): Promise<number> {
+  let old = 0;
+  await editJson(join(srcDir, 'products', `${productId}.json`), (d) => {
+    old = d.pricing.draw_unit_price_micro_eur;
+    d.pricing.draw_unit_price_micro_eur = micros;
+  });
+  return old;
+}
+
+/** A real build (unit store included unless noStore) into a fresh folder, with the fixed clock. */
+export async function buildInto(src: string, opts: { noStore?: boolean } = {}) {
+  const root = await tempDir('build');
+  const out = join(root, 'dist');
+  const r = cli(['build', '--local', '--src', src, '--out', out, '--store-root', join(root, 'store'), ...(opts.noStore ? ['--no-store'] : [])], { SOURCE_DATE_EPOCH: EPOCH });
+  if (r.code !== 0) throw new Error(`build of ${src} failed (${r.code}):\n${r.stderr}\n${r.stdout}`);
+  return { out, root, store: join(root, 'store') };
+}
