@@ -58,6 +58,7 @@ async function waitForVersion(origin: string, version: string): Promise<void> {
 /** GETs in a loop until stopped (at most 90 s): every answer checked against the release its tag names. */
 function getLoop(origin: string, web: string) {
   const failures: string[] = [];
+  const resets: string[] = [];
   const seen = new Set<string>();
   let requests = 0;
   let stopped = false;
@@ -71,7 +72,8 @@ function getLoop(origin: string, web: string) {
       try {
         res = await rawGet(origin + path, { 'Accept-Encoding': coding });
       } catch (err) {
-        failures.push(`${path} (${coding}): ${(err as Error).message}`);
+        const e = err as NodeJS.ErrnoException;
+        (e.code === 'ECONNRESET' ? resets : failures).push(`${path} (${coding}): ${e.message}`);
         continue;
       }
       const m = TAG.exec(String(res.headers.etag));
@@ -92,7 +94,7 @@ function getLoop(origin: string, web: string) {
     async stop() {
       stopped = true;
       await Promise.all(workers);
-      return { failures, seen, requests };
+      return { failures, resets, seen, requests };
     },
   };
 }
@@ -100,7 +102,15 @@ function getLoop(origin: string, web: string) {
 export interface Host {
   origin: string;
   reloadCommand: string;
+  /**
+   * Why this server may reset a connection that arrives during its reload (a reset is never a wrong
+   * answer: the client retries). Unset: a reset is a failure like any other.
+   */
+  resetsDuringReload?: string;
 }
+
+/** Connection resets tolerated per reload when the server's reload is known to cause them. */
+const MAX_RESETS_PER_RELOAD = 2;
 
 /**
  * The whole publish, on a server that is already serving v1 from `web` (published with
@@ -123,7 +133,12 @@ export async function publishFlow(web: string, host: Host, [v1, v2]: [Built, Bui
   await waitForVersion(host.origin, v2.version);
   await new Promise((r) => setTimeout(r, 300)); // and still running after the switch
   const report = await loop.stop();
-  assert.equal(report.failures, [], `${report.failures.length} of ${report.requests} requests during the switch failed:\n${report.failures.slice(0, 10).join('\n')}`);
+  const failures = host.resetsDuringReload ? report.failures : [...report.failures, ...report.resets];
+  assert.equal(failures, [], `${failures.length} of ${report.requests} requests during the switch failed:\n${failures.slice(0, 10).join('\n')}`);
+  if (host.resetsDuringReload && report.resets.length) {
+    console.log(`  note: ${report.resets.length} of ${report.requests} connections reset during the reload (${host.resetsDuringReload})`);
+    assert.ok(report.resets.length <= MAX_RESETS_PER_RELOAD, `connections reset during one reload: ${report.resets.length}:\n${report.resets.join('\n')}`);
+  }
   assert.ok(report.requests >= 20, `requests during the switch: ${report.requests}`);
   assert.ok(report.seen.has(v1.version) && report.seen.has(v2.version), `the loop saw both versions: ${[...report.seen].join(', ')}`);
 
