@@ -5,6 +5,7 @@ import { relative, resolve } from 'node:path';
 import { dataPaths } from './payments/config.ts';
 import { CatalogErrors } from './generator/errors.ts';
 import { DEFAULT_BASE_URL, DEFAULT_SPT, TOKEN_ENV, TopupCliError } from './cli/topup.ts';
+import { DEFAULT_KEEP, PublishError } from './generator/publish.ts';
 
 const program = new Command()
   .name('lds')
@@ -76,6 +77,37 @@ program
   .action(async (oldPath: string, newPath: string, o: { format: 'markdown' | 'json' }) => {
     const { runDiff } = await import('./cli/diff.ts');
     process.exitCode = await runDiff(oldPath, newPath, o, { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) });
+  });
+
+program
+  .command('publish')
+  .description('put a build on a web root as releases/<version>/, switch DIR/current to it atomically and run the reload command; --rollback switches back')
+  .requiredOption('--to <dir>', 'the web root (a local or mounted folder): releases/, current and previous live there')
+  .option('--from <dir>', 'the build to publish (also LDS_DIST_DIR)', shown(dataPaths().distDir))
+  .option('--reload <command>', 'shell command that makes the web server load the new release, e.g. "nginx -s reload", "apachectl graceful", "caddy reload --config /etc/caddy/Caddyfile"')
+  .addOption(new Option('--keep <n>', 'releases to keep; older ones are deleted (never the current or the previous one)').default(DEFAULT_KEEP).argParser((v) => Number(v)))
+  .option('--server-dir <dir>', 'the web root as the web server sees it, when it mounts DIR elsewhere (written into the release pins)')
+  .option('--rollback', 'switch current back to the release before the last switch (again: undo the rollback)')
+  .addHelpText(
+    'after',
+    `
+Point the web server at the release through current, read once per reload:
+  nginx:  server { ...; include DIR/current/_nginx/release.conf; }
+  Apache: <VirtualHost ...> Include DIR/current/_apache/release.conf </VirtualHost>
+  Caddy:  example.org { import DIR/current/_caddy/release.caddy }
+
+Examples:
+  npx lds build && npx lds publish --to /srv/lds --reload "nginx -s reload"
+  npx lds publish --to /srv/lds --rollback --reload "nginx -s reload"
+
+Exit codes: 0 published (or already current: nothing to do); 1 refused or failed, nothing switched;
+2 switched, but the reload command failed (the message says what the web server most likely serves).`,
+  )
+  .action(async (o: { to: string; from: string; reload?: string; keep: number; serverDir?: string; rollback?: boolean }) => {
+    const { publish, rollback } = await import('./generator/publish.ts');
+    const opts = { to: o.to, reload: o.reload, serverDir: o.serverDir, progress: (msg: string) => console.error(`[publish] ${msg}`) };
+    const result = o.rollback ? await rollback(opts) : await publish(o.from, { ...opts, keep: o.keep });
+    console.log(result.summary);
   });
 
 // Stopping: the server drains on SIGTERM and SIGINT (payments/serve.ts), so the signal must reach
@@ -277,5 +309,6 @@ try {
   } else {
     console.error(`error: ${(err as Error).message}`);
   }
-  process.exitCode = 1;
+  // lds publish: 2 says the release was switched but the web server's reload failed.
+  process.exitCode = err instanceof PublishError ? err.exitCode : 1;
 }

@@ -6,7 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { buildCatalogue } from './catalog.ts';
 import { EMITTERS } from './emit/index.ts';
 import { emitHostingConfig } from './emit/headers.ts';
-import { compressedVariants } from './emit/compress.ts';
+import { compressedVariants, type CompressedVariant } from './emit/compress.ts';
 import type { EmitContext, OutputFile } from './emit/types.ts';
 import { localServiceAddresses, resolveAddresses } from './addresses.ts';
 import { loadCatalogSrc } from './load.ts';
@@ -67,9 +67,19 @@ export function emitContext(cat: CatalogSrc, addresses: Addresses, store: StoreS
   return { cat, addresses, builtAt, version, catalogue: { ...draft, version }, previews: store.previews ?? {} };
 }
 
-export function renderAll(ctx: EmitContext): OutputFile[] {
-  const files = EMITTERS.flatMap((emit) => emit(ctx));
-  const all = [...files, ...emitHostingConfig(ctx, files)];
+/** A rendered file with the precompressed variants written beside it. */
+export interface RenderedFile extends OutputFile {
+  variants: CompressedVariant[];
+}
+
+export function renderAll(ctx: EmitContext): RenderedFile[] {
+  // Compressed once here: the hosting configuration needs to know which documents have variants
+  // (Vary, and the rules that send them), and writeTree writes the same bytes.
+  const files = EMITTERS.flatMap((emit) => emit(ctx)).map((f) => {
+    const variants = compressedVariants(f);
+    return { ...f, codings: variants.map((v) => v.coding), variants };
+  });
+  const all: RenderedFile[] = [...files, ...emitHostingConfig(ctx, files).map((f) => ({ ...f, variants: [] }))];
   const seen = new Set<string>();
   for (const f of all) {
     if (seen.has(f.path)) throw new Error(`two documents claim ${f.path}`);
@@ -79,13 +89,13 @@ export function renderAll(ctx: EmitContext): OutputFile[] {
   return all.sort((a, b) => a.path.localeCompare(b.path));
 }
 
-async function writeTree(dir: string, files: OutputFile[]): Promise<void> {
+async function writeTree(dir: string, files: RenderedFile[]): Promise<void> {
   for (const f of files) {
     const target = join(dir, f.path);
     await mkdir(dirname(target), { recursive: true });
     await writeFile(target, f.body);
     // Beside each published document: its .br and .gz, sent as they are by the service and nginx.
-    for (const v of compressedVariants(f)) await writeFile(join(dir, v.path), v.body);
+    for (const v of f.variants) await writeFile(join(dir, v.path), v.body);
   }
 }
 

@@ -18,7 +18,12 @@ export interface OutputFile {
   body: string;
   /** 'catalogue' documents carry live counts or prices: cached for cache_ttl_seconds; 'static' ones for an hour (see headers.ts). */
   cache: 'catalogue' | 'static';
+  /** Content codings the build writes beside the file (`<path>.br`, `<path>.gz`); set by build.ts before the hosting config is derived. */
+  codings?: Coding[];
 }
+
+/** A precompressed content coding of a published document. */
+export type Coding = 'br' | 'gzip';
 
 export type Emitter = (ctx: EmitContext) => OutputFile[];
 

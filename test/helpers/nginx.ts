@@ -21,6 +21,8 @@ export interface Nginx {
   origin: string; // http://127.0.0.1:<port>
   port: number;
   dir: string; // harness folder: nginx.conf, logs, temp paths
+  /** The shell command that reloads this nginx (new workers read the configuration again; old ones finish). */
+  reloadCommand: string;
   stop(): Promise<void>;
 }
 
@@ -105,6 +107,7 @@ export async function startNginxWith(confFor: (dir: string) => string, port: num
     origin: `http://127.0.0.1:${port}`,
     port,
     dir,
+    reloadCommand: `${bin} -p ${dir} -c ${conf} -e ${join(dir, 'error.log')} -s reload`,
     async stop() {
       if (dead) return;
       child.kill('SIGQUIT'); // graceful shutdown

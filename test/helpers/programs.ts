@@ -1,4 +1,4 @@
-// Programs some suites drive for real (nginx, Chromium, curl). A fresh clone may not have them: the
+// Programs some suites drive for real (nginx, Apache httpd, Caddy, Chromium, curl). A fresh clone may not have them: the
 // suite is then reported as skipped, with the reason and the command that installs the program, and
 // never fails for that. CI sets LDS_REQUIRE_PROGRAMS=1 (.ci/run), which turns a missing program
 // into a failure, so CI never skips. Point NGINX_BIN or CHROMIUM_BIN at a path that does not exist
@@ -20,6 +20,8 @@ export interface Program {
 }
 
 export const NGINX: Program = { name: 'nginx', names: ['nginx'], dirs: ['/usr/sbin'], env: 'NGINX_BIN', install: 'apt-get update && apt-get install -y nginx' };
+export const APACHE: Program = { name: 'Apache httpd', names: ['apache2'], dirs: ['/usr/sbin'], env: 'APACHE_BIN', install: 'apt-get update && apt-get install -y apache2' };
+export const CADDY: Program = { name: 'Caddy', names: ['caddy'], dirs: [], env: 'CADDY_BIN', install: 'apt-get update && apt-get install -y caddy' };
 export const CHROMIUM: Program = { name: 'Chromium', names: ['chromium', 'chromium-browser'], dirs: [], env: 'CHROMIUM_BIN', install: 'apt-get update && apt-get install -y chromium' };
 /** The documented shell examples call it by name, so only PATH counts. */
 export const CURL: Program = { name: 'curl', names: ['curl'], dirs: [], install: 'apt-get update && apt-get install -y curl' };
