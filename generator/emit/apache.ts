@@ -16,7 +16,7 @@
 //   removes the ETag set here (the "no-etag" note).
 // - The hosting files and the variants at their own URLs answer 404.
 import { HOSTING_DIRS } from './compress.ts';
-import { headerOf, type HostedPath } from './headers.ts';
+import { headerOf, type HostedPath } from './hosted-paths.ts';
 import { safeConfigPath } from './hosting-paths.ts';
 
 const regex = (s: string) => s.replace(/[.*+?^${}()|[\]\\/-]/g, (c) => `\\${c}`);

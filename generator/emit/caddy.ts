@@ -10,7 +10,7 @@
 // and the 304 for our tag is answered before file_server runs; a client never sees file_server's
 // tag, so its own check can never answer 304 by mistake.
 import { HOSTING_DIRS } from './compress.ts';
-import { headerOf, type HostedPath } from './headers.ts';
+import { headerOf, type HostedPath } from './hosted-paths.ts';
 import { safeConfigPath } from './hosting-paths.ts';
 import type { Coding } from './types.ts';
 

@@ -3,7 +3,7 @@
 // headers and strong ETag, 304 for a current tag, the precompressed .gz sent as it is.
 // `nginxReleasePin` is the one-line-include form that `lds publish` writes into a release.
 import { HOSTING_DIRS } from './compress.ts';
-import { headerOf, type HostedPath } from './headers.ts';
+import { headerOf, type HostedPath } from './hosted-paths.ts';
 import { safeConfigPath } from './hosting-paths.ts';
 
 const q = (s: string) => `"${s.replace(/(["\\$])/g, '\\$1')}"`;

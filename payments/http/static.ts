@@ -68,7 +68,7 @@ export function parseHeadersFile(text: string): Map<string, [string, string][]> 
 /** The file behind a URL path: /docs/ -> docs/index.html is already a separate _headers entry with its own path. */
 function fileFor(urlPath: string, all: Map<string, [string, string][]>): string {
   if (!urlPath.endsWith('/')) return urlPath.slice(1);
-  // A folder URL is listed next to its index file (see generator/emit/headers.ts urlPaths).
+  // A folder URL is listed next to its index file (see generator/emit/hosted-paths.ts urlPaths).
   for (const candidate of [`${urlPath}index.html`, `${urlPath}index.md`]) if (all.has(candidate)) return candidate.slice(1);
   return `${urlPath.slice(1)}index.html`;
 }
