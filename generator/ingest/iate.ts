@@ -41,7 +41,7 @@ export interface IateEntry {
   index: number; // 0-based position in the array
   id: string;
   url: string;
-  definition: string; // English definition with its IATE source note, as published ('' when none)
+  definition: string; // English definition with its IATE source note, exactly as published ('' when none)
   /** Per language (IATE_LANGUAGES order, only those present and non-empty): the terms joined by ", " as published. */
   terms: [string, string][];
   /** The IATE domain paths, e.g. "SOCIAL QUESTIONS > health > medical science > epidemiology". */
@@ -170,12 +170,13 @@ function checkEntry(v: unknown): { ok: true; id: string; url: string; definition
   }
   const terms: [string, string][] = [];
   for (const lang of IATE_LANGUAGES) {
-    const t = ((v[lang] as string | undefined) ?? '').trim();
-    if (t) terms.push([lang, t]);
+    const t = (v[lang] as string | undefined) ?? '';
+    if (t.trim()) terms.push([lang, t]); // kept as published (stray spaces included)
   }
   if (!terms.some(([l]) => l === 'en')) return { ok: false, reason: `IATE ${id} has no English term (en)` };
   const domains = ((v.domains as string | undefined) ?? '').split(DOMAIN_SPLIT).map((d) => d.trim()).filter(Boolean);
-  return { ok: true, id, url: iateEntryUrl(id), definition: ((v.en_def as string | undefined) ?? '').trim(), terms, domains };
+  const definition = (v.en_def as string | undefined) ?? '';
+  return { ok: true, id, url: iateEntryUrl(id), definition: definition.trim() ? definition : '', terms, domains };
 }
 
 /**
