@@ -15,6 +15,7 @@ import { buildUnitStore } from '../generator/store/build-store.ts';
 import { BadRecordCounter, failOnBadRecord, IngestError, type BadRecordHandler } from '../generator/ingest/errors.ts';
 import { readIateEntries, readIateTerms, splitJsonArray, type IateEntry, type IateTerm } from '../generator/ingest/iate.ts';
 import type { CatalogSrc } from '../generator/model.ts';
+import { iateConceptUnit } from '../generator/store/units.ts';
 import { openUnitStore } from '../payments/store/unit-store.ts';
 import { CATALOG_SRC, copyCatalogSrc, tempDir } from './helpers/build.ts';
 import { BUILT_AT, catalog, scanStore } from './helpers/store-fixtures.ts';
@@ -169,6 +170,18 @@ test('JSON pull: a malformed entry, a truncated file and bad encoding are locate
   const counter = new BadRecordCounter();
   assert.is((await readEntries(join(dir, 'p.json'), 'p.json', counter.handler)).length, 329);
   assert.is(counter.count, 1);
+});
+
+test('a concept only an API pull has becomes a unit from the pull alone, titled by its first English term', async () => {
+  const cat0 = await catalog();
+  const e = pulled.find((x) => x.id === '907309')!; // "one-off measure, one-off fiscal measure, one-off"
+  const b = iateConceptUnit(cat0.sources.get('eu.iate')!, [], e);
+  assert.is(b.unit.ref, 'eu.iate:907309');
+  assert.is(b.unit.title, entries.find((x) => x.id_concept === 907309)!.en.split(', ')[0]);
+  assert.equal(b.unit.citation, { label: `IATE 907309, “${b.unit.title}”`, publisher: cat0.sources.get('eu.iate')!.publisher, iate: '907309', uri: 'https://iate.europa.eu/entry/result/907309', url: 'https://iate.europa.eu/entry/result/907309' });
+  assert.equal(b.unit.rows.map((r) => r.kind), ['definition', ...e.terms.map(() => 'terms'), ...e.domains.map(() => 'domain')]);
+  assert.not.ok(b.searchText.includes('FINANCE > budget'), 'domain paths are not searched');
+  assert.ok(b.searchText.includes('kertaluonteinen toimenpide'), 'terms of every language are');
 });
 
 // ------------------------------------------------------------------ the store
