@@ -214,7 +214,10 @@ export async function* readIateEntries(file: string, displayName: string, onBad:
     yield { file: displayName, where, index, id: e.id, url: e.url, definition: e.definition, terms: e.terms, domains: e.domains };
   }
   // A structural error (a truncated file, text after the array) ends what can be read as entries.
-  if (!split.ok) onBad(new IngestError(displayName, position(split.at), `entry ${split.items.length + 1}: ${split.reason}`));
+  if (!split.ok) {
+    const entry = split.reason.startsWith('the entry') ? `entry ${split.items.length + 1}: ` : `after entry ${split.items.length}: `;
+    onBad(new IngestError(displayName, position(split.at), entry + split.reason));
+  }
 }
 
 /** The terms of a language field of the API pull, as its ", " joins them (a term that itself holds ", " is split too). */
