@@ -11,8 +11,12 @@ export type UnitKind = 'P' | 'R' | 'A';
 /** One stored version of a unit: a language version of a paragraph, a version of a provision, a record. */
 export interface UnitRow {
   lang: string; // ISO 639-1 (en, fi, ...) or 'und' for records
-  kind?: string; // A units: FRBR subtype (statute, statute-consolidated); P units: 'paragraph'
+  kind?: string; // A units: FRBR subtype (statute, statute-consolidated); P units: 'paragraph' (IATE: 'definition', 'term', 'terms', 'domain')
   text: string;
+  /** IATE term rows (kind 'term'): the term's type as the release gives it (Term, Redirection, Abbrev, ...). */
+  term_type?: string;
+  /** IATE term rows: the term's evaluation (preferred, admitted, deprecated, obsolete, proposed), where one is given. */
+  evaluation?: string;
 }
 
 export interface Citation {
@@ -24,6 +28,7 @@ export interface Citation {
   akn?: string; // Akoma Ntoso work IRI, e.g. /akn/fi/act/statute/2026/1
   eid?: string; // Akoma Ntoso eId of the provision
   para?: number; // paragraph index within the act
+  iate?: string; // IATE concept id (the entry is at url)
   record?: string; // record key for R units
   uri?: string; // the record's own identifier where it has one (an ESCO concept URI, an OpenAIRE id)
   doi?: string;
@@ -231,6 +236,8 @@ export function bm25Impact(idf: number, tf: number, dl: number, avgdl: number): 
 //    results explainable).
 // The searchable text of a unit is its English pivot row (P), its descriptive columns (R) or its
 // provision text (A: Finlex is Finnish only, so Finnish words are indexed as they are, folded).
+// An IATE concept (P) is found by any of its terms: its searchable text is its English definition
+// and its terms in every language (every row but the domain paths).
 // Changing anything here changes every index: bump TOKENIZER and STORE_FORMAT.
 export const TOKENIZER = 'fold-nfkd-compound-en-stop-v2' as const;
 

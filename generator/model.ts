@@ -57,7 +57,8 @@ export type AdapterName =
   | 'openaire-oaf'
   | 'eea-airbase'
   | 'openfoodtox'
-  | 'corine-legend';
+  | 'corine-legend'
+  | 'iate';
 
 export interface DataSpec {
   adapter: AdapterName;

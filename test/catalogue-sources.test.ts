@@ -1,6 +1,6 @@
 // Issue 13 as a buyer reads it, from one real build (dist/ + unit store): which products sell what,
 // the per-source table (catalogue, docs, pages) with rows, units, licence, attribution and what was
-// checked, IATE marked "not yet available" the same way everywhere, cultural heritage at zero with
+// checked, IATE served with its real rows and units everywhere (no "not yet available" left), cultural heritage at zero with
 // its reason, and the free previews: listed everywhere a host or a client looks, never any text.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -33,12 +33,13 @@ const health = (pid: string, sid: string) => product(pid)._health.sources.find((
 test('every product sells real units except cultural heritage; the new sources are in their products', () => {
   const live = Object.fromEntries(catalogue.products.map((p: any) => [p.product_id, p.live_unit_count]));
   assert.equal(live, {
-    'svc-agriculture-eu': 819, 'svc-cultural-heritage-eu': 0, 'svc-energy-eu': 66, 'svc-finance-eu': 259, 'svc-green-deal-eu': 2338, 'svc-health-eu': 1465, 'svc-language-eu': 1173,
+    'svc-agriculture-eu': 819, 'svc-cultural-heritage-eu': 0, 'svc-energy-eu': 66, 'svc-finance-eu': 259, 'svc-green-deal-eu': 2338, 'svc-health-eu': 1465, 'svc-language-eu': 1631,
     'svc-manufacturing-eu': 190, 'svc-media-eu': 124, 'svc-mobility-eu': 88, 'svc-public-admin-eu': 288, 'svc-research-eu': 162, 'svc-skills-eu': 666, 'svc-tourism-eu': 6,
   });
   assert.equal([health('svc-green-deal-eu', 'global.eea').units, health('svc-green-deal-eu', 'global.copernicus').units], [2138, 44]);
   assert.is(health('svc-skills-eu', 'global.esco').units, 403);
   assert.is(health('svc-research-eu', 'global.openaire').units, 57);
+  assert.is(health('svc-language-eu', 'eu.iate').units, 458, 'IATE (issue 25): 1,173 units before, 458 concepts more');
   // counts come from the store: every unit scanned, per product
   for (const p of catalogue.products) assert.is(products.filter((ps) => ps.includes(p.product_id)).length, p.live_unit_count, p.product_id);
   // cultural heritage: listed, zero, and the reason says why (no act in its rule; Europeana held)
@@ -54,7 +55,7 @@ test('the per-source table: rows, units, licence, attribution and what was check
   const expected: Record<string, [string, number, number]> = {
     'eu.eurlex': ['served', 1107, 14202], 'eu.aligned_paragraphs': ['served', 749, 749], 'fi.finlex': ['served', 232, 232], 'global.ecdc': ['served', 1240, 1240],
     'global.esco': ['served', 403, 403], 'global.openaire': ['served', 57, 57], 'global.eea': ['served', 2138, 2138], 'global.copernicus': ['served', 44, 44],
-    'eu.efsa': ['not-yet-available', 0, 0], 'eu.iate': ['not-yet-available', 0, 0], 'eu.eurostat': ['not-yet-available', 0, 0], 'eu.eurovoc_taxonomy': ['reference', 0, 0],
+    'eu.iate': ['served', 458, 4859], 'eu.efsa': ['not-yet-available', 0, 0], 'eu.eurostat': ['not-yet-available', 0, 0], 'eu.eurovoc_taxonomy': ['reference', 0, 0],
     'global.europeana': ['held', 0, 0],
   };
   for (const [id, [status, u, r]] of Object.entries(expected)) assert.equal([source(id).status, source(id).units, source(id).rows], [status, u, r], id);
@@ -82,19 +83,30 @@ test('the per-source table: rows, units, licence, attribution and what was check
   assert.match(product('svc-research-eu').licence_basis.find((l: any) => l.source === 'global.openaire').basis, /Held and never stored: abstracts/);
 });
 
-test('IATE is "not yet available" with its reason, the same in the catalogue, DCAT, docs and agent card', () => {
-  const reason = 'no IATE sample has been obtained, so the source serves no units';
-  assert.equal([source('eu.iate').status, source('eu.iate').reason], ['not-yet-available', `not yet available: ${reason}`]);
+test('IATE is served with its real rows and units in the catalogue, DCAT, docs, pages and agent card; "not yet available" is gone', () => {
+  const iate = source('eu.iate');
+  assert.equal([iate.status, iate.units, iate.rows], ['served', 458, 4859]);
+  assert.is(iate.reason, null);
+  assert.match(iate.checked, /^Not checked at source, assumed: reuse under the Commission's reuse policy \(Decision 2011\/833\/EU\)/);
+  assert.match(iate.attribution, /© European Union; COVID-19 terminology snapshot of 28\.7\.2020, via github\.com\/ecartierlipn\/covid19-anglicisms; the API entries \(iate_data_covid19_first330\.json\) are a cut/);
   const h = health('svc-language-eu', 'eu.iate');
-  assert.equal([h.available, h.units, h.note], [false, 0, `not yet available: ${reason}`]);
+  assert.equal([h.available, h.units, h.rows], [true, 458, 4859]);
+  assert.not.ok(h.note?.startsWith('not yet available'), h.note);
   const dcat = JSON.parse(read('v1/dcat/catalog/svc-language-eu'));
   const dataset = dcat['@graph'].find((n: any) => n['@type'] === 'dcat:Dataset');
-  assert.ok(dataset['dct:description']['@value'].includes(`Not yet available: IATE terminology (${reason})`));
-  assert.not.ok(dcat['@graph'].some((n: any) => n['@type'] === 'dcat:Distribution' && n['dct:identifier'] === 'eu.iate'), 'no distribution for a source with nothing to deliver');
-  assert.ok(read('docs/index.md').split('\n').some((l) => l.startsWith('| `eu.iate` |') && l.includes(`not yet available: ${reason}`)));
+  assert.not.ok(dataset['dct:description']['@value'].includes('Not yet available'), dataset['dct:description']['@value']);
+  assert.match(dataset['dct:description']['@value'], /Sources served: [^.]*IATE terminology/);
+  assert.ok(dcat['@graph'].some((n: any) => n['@type'] === 'dcat:Distribution' && n['dct:identifier'] === 'eu.iate'), 'a distribution for IATE');
+  const rows = read('docs/index.md').split('\n').filter((l) => l.startsWith('| `eu.iate` |'));
+  assert.ok(rows.length >= 2, 'docs: the licence and the source tables list IATE');
+  assert.ok(rows.some((r) => /\| 458 \| 4,859 \|/.test(r)), rows.join('\n'));
+  for (const r of rows) assert.not.ok(r.includes('not yet available'), r);
   const card = JSON.parse(read('.well-known/agent-card.json'));
-  assert.ok(card.skills.find((s: any) => s.id === 'svc-language-eu').description.includes(`not yet available: eu.iate (${reason})`));
-  assert.ok(read('products/svc-language-eu.html').includes(`not yet available: ${reason}`));
+  const skill = card.skills.find((s: any) => s.id === 'svc-language-eu').description;
+  assert.ok(skill.includes('eu.iate') && !skill.includes('not yet available: eu.iate'), skill);
+  // the old reason is nowhere in what the build publishes
+  for (const f of ['v1/lds/_catalog', 'docs/index.md', 'index.html', 'products/svc-language-eu.html', '.well-known/agent-card.json', 'v1/dcat/catalog/svc-language-eu', 'llms.txt'])
+    assert.not.ok(read(f).includes('no IATE sample'), f);
 });
 
 test('free previews: one per product, listed in _headers, the nginx include, OpenAPI, docs and pages', () => {

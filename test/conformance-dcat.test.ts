@@ -137,7 +137,7 @@ test('content: Catalog -> Dataset -> one Distribution per served source, licence
     assert.is(g.one(url, `${DCT}title`), spec.title);
     assert.ok(g.objects(url, `${DCT}identifier`).includes(spec.id));
 
-    // A ruled source with no data attached yet (IATE, Eurostat P, EFSA) has no distribution: the
+    // A ruled source with no data attached yet (Eurostat P, EFSA) has no distribution: the
     // dataset's description names it as not yet available, with the reason.
     const notYet = new Set(ctx.catalogue.sources.filter((x) => x.status === 'not-yet-available').map((x) => x.source));
     const served = spec.sources.filter(([s, , status]) => status === 'CC' && !notYet.has(s)).map(([s]) => s);

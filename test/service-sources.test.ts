@@ -2,13 +2,15 @@
 // The sources of issue 13 through the real service (real build, real LevelDB, sandbox top-up):
 // a paid draw names the right publisher for every unit it delivers, never delivers an OpenAIRE
 // abstract, and nothing of a held source (or of EFSA, whose copy is not served) is ever drawable:
-// not by query, not by naming its unit references.
+// not by query, not by naming its unit references. IATE (issue 25): a paid query draw delivers its
+// concepts with their IATE citations and the source's attribution.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bearer, buildFixture, postJson, refsByProduct, startTestServer, topUp, type Fixture, type TestServer } from './helpers/service-harness.ts';
 import { buildFixtureFrom } from './helpers/source-fixture.ts';
-import { copyCatalogSrc, editJson } from './helpers/build.ts';
+import { CATALOG_SRC, copyCatalogSrc, editJson } from './helpers/build.ts';
 import { openAireAbstracts } from './helpers/store-fixtures.ts';
 
 let fx: Fixture;
@@ -113,6 +115,46 @@ test('"covid" on svc-health-eu quotes COVID-19 records (issue 14 item 10)', asyn
     assert.is(q.unit_count, 10, query);
     assert.ok(q.resolved_units.every((r: string) => r.startsWith('global.ecdc:')), `${query}: ${q.resolved_units.join()}`);
   }
+});
+
+test('a paid draw of "koronavirus" on svc-language-eu delivers the IATE concepts with IATE citations and the source\'s attribution (issue 25)', async () => {
+  // the concepts that have the word (case and accents folded) in a term or the definition, read from the files here
+  const fold = (t: string) => t.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
+  const has = (t: string) => /(^|[^\p{L}\p{N}])koronavirus($|[^\p{L}\p{N}])/u.test(fold(t));
+  const pull = JSON.parse(readFileSync(join(CATALOG_SRC, 'data/iate/iate_data_covid19_first330.json'), 'utf8')) as Record<string, any>[];
+  const release = readFileSync(join(CATALOG_SRC, 'data/iate/OP_Covid19_IATE_2872020.csv'), 'utf8');
+  const expected = pull.filter((e) => Object.entries(e).some(([k, v]) => k !== 'domains' && k !== 'iate_link' && typeof v === 'string' && has(v))).map((e) => String(e.id_concept));
+  assert.not.ok(has(release), 'the release is English only: no "koronavirus" there');
+  const spec = JSON.parse(readFileSync(join(fx.dist, 'v1/specification'), 'utf8'));
+  const defaultLimit = spec.components.schemas.DrawRequest.properties.limit.default as number;
+  assert.ok(expected.length > 1 && expected.length <= defaultLimit, `${expected.length} concepts`);
+
+  const draw = { product_id: 'svc-language-eu', query: 'koronavirus' };
+  const quoteRes = await postJson(`${srv.base}/lds/draw`, draw);
+  assert.is(quoteRes.status, 402);
+  const q = (await quoteRes.json()) as any;
+  assert.equal([...q.resolved_units].sort(), expected.map((id) => `eu.iate:${id}`).sort(), 'every concept with the word, nothing else');
+  const paidRes = await postJson(`${srv.base}/lds/draw`, { ...draw, quote_id: q.quote_id }, bearer(token));
+  assert.is(paidRes.status, 200);
+  const paid = (await paidRes.json()) as any;
+  const ruling = fx.catalogue.products.find((p: any) => p.product_id === 'svc-language-eu').licence_basis.find((l: any) => l.source === 'eu.iate');
+  assert.equal(paid.units.map((u: any) => u.ref).sort(), [...q.resolved_units].sort());
+  for (const u of paid.units) {
+    const id = u.ref.slice('eu.iate:'.length);
+    const e = pull.find((x) => String(x.id_concept) === id)!;
+    assert.equal([u.source, u.kind], ['eu.iate', 'P']);
+    assert.equal([u.citation.iate, u.citation.url, u.citation.uri], [id, e.iate_link, e.iate_link], `${u.ref}: IATE id and entry URL`);
+    assert.match(u.citation.label, new RegExp(`^IATE ${id}, “.+”$`));
+    assert.ok(u.citation_text.startsWith(u.citation.label) && u.citation_text.includes(u.licence.attribution), u.citation_text);
+    assert.is(u.licence.attribution, ruling.attribution);
+    // what was bought: the definition, the terms of every language the pull has, each as published
+    assert.equal(u.rows.find((r: any) => r.kind === 'definition')?.text, e.en_def || undefined, `${u.ref}: definition`);
+    for (const l of ['en', 'cs', 'da', 'de', 'es', 'fi', 'fr', 'it', 'nl', 'pt']) assert.is(u.rows.find((r: any) => r.kind === 'terms' && r.lang === l)?.text, e[l] || undefined, `${u.ref} ${l}`);
+    assert.ok(u.rows.some((r: any) => r.kind === 'term' && r.lang === 'en' && r.term_type), `${u.ref}: the release's typed English terms`);
+  }
+  assert.equal(paid.attribution.map((a: any) => a.source), ['eu.iate']);
+  assert.match(paid.attribution[0].attribution, /^Source: IATE \(Interactive Terminology for Europe\), © European Union; .* the API entries \(iate_data_covid19_first330\.json\) are a cut: the first 330 concepts of that repository's pull from the IATE API/);
+  assert.is(paid.receipt.unit_count, expected.length);
 });
 
 test.run();

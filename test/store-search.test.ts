@@ -85,9 +85,11 @@ test('results carry citation, licence and every language version', async () => {
 
 /**
  * The text a unit is searched by, as contract/store-format.ts defines it: the English pivot row of
- * a P unit, the descriptive row of an R unit, the original statute's text of an A unit.
+ * a P unit (an IATE concept: every row but its domain paths, so any term in any language), the
+ * descriptive row of an R unit, the original statute's text of an A unit.
  */
 function searchable(u: (typeof scanned)[number]): string {
+  if (u.kind === 'P' && u.ref.startsWith('eu.iate:')) return u.rows.filter((r) => r.kind !== 'domain').map((r) => r.text).join('\n');
   if (u.kind === 'P') return u.rows.find((r) => r.lang === 'en')!.text;
   if (u.kind === 'A') return (u.rows.find((r) => r.kind === 'statute') ?? u.rows[0]).text;
   return u.rows[0].text;
@@ -138,6 +140,9 @@ const cases: [string, string][] = [
   ['svc-research-eu', 'research H2020'],
   ['svc-media-eu', 'satellite television'],
   ['svc-language-eu', 'päätös asetus'],
+  // IATE concepts: terms in any language, with EUR-Lex paragraphs and Finlex provisions of the same product
+  ['svc-language-eu', 'koronavirus'],
+  ['svc-language-eu', 'Coronavirus pandemic measures'],
 ];
 
 test('ranking equals brute-force BM25 over the product (score, then unit id)', async () => {

@@ -11,6 +11,7 @@ import { readAirbaseStatistics, readStations, type Station } from '../ingest/eea
 import { type BadRecordHandler, IngestError } from '../ingest/errors.ts';
 import { escoFiles, escoRecord, mergeSkillRows, readEscoFile, type EscoRow } from '../ingest/esco.ts';
 import { readEurlex57k } from '../ingest/eurlex57k.ts';
+import { iateFiles, readIateEntries, readIateTerms, type IateEntry, type IateTerm } from '../ingest/iate.ts';
 import { readJsonStat } from '../ingest/jsonstat.ts';
 import { readOpenAireResults } from '../ingest/openaire.ts';
 import { readOafResults } from '../ingest/openaire-oaf.ts';
@@ -20,7 +21,7 @@ import type { AdapterName, CatalogSrc, DataSpec, Source, UnitKind } from '../mod
 import type { SourceReport } from './report.ts';
 import type { RouteResult } from './routing.ts';
 import type { Staging } from './staging.ts';
-import { actBlockUnit, aknAct, alignedRowUnit, genericRecord, paragraphUnit, provisionUnit, recordUnit, type BuiltUnit } from './units.ts';
+import { actBlockUnit, aknAct, alignedRowUnit, genericRecord, iateConceptUnit, paragraphUnit, provisionUnit, recordUnit, type BuiltUnit } from './units.ts';
 
 export interface IngestContext {
   cat: CatalogSrc;
@@ -52,6 +53,7 @@ const MAKES: Record<AdapterName, UnitKind | null> = {
   'eea-airbase': 'R',
   openfoodtox: 'R',
   'corine-legend': 'R',
+  iate: 'P',
   eurovoc: null,
 };
 
@@ -156,6 +158,29 @@ export async function ingestSpec(x: IngestContext): Promise<void> {
           continue;
         }
         await x.emit(recordUnit(src, escoRecord(merged.row, merged.collections)), x.listed, merged.row.file, String(merged.row.line));
+      }
+      return;
+    }
+    case 'iate': {
+      // A concept's rows of the CSV release(s) and its entry in the API pull(s) are staged under its
+      // id (release rows first, in file and line order), then merged into one unit per concept.
+      const stage = x.staging<{ term?: IateTerm; entry?: IateEntry }>(`iate!${src.id}`);
+      const pad = (n: number | string) => String(n).padStart(10, '0');
+      for (const f of await iateFiles(path)) {
+        const name = `${spec.path}/${f.name}`;
+        if (f.format === 'csv') for await (const t of readIateTerms(f.path, name, onBad)) await stage.put(`${pad(t.id)}\u0001c\u0001${name}\u0001${pad(t.line)}`, { term: t });
+        else for await (const e of readIateEntries(f.path, name, onBad)) await stage.put(`${pad(e.id)}\u0001j\u0001${name}\u0001${pad(e.index)}`, { entry: e });
+      }
+      for await (const group of stage.groups((k) => k.split('\u0001')[0])) {
+        const terms = group.flatMap((g) => (g.term ? [g.term] : []));
+        const entries = group.flatMap((g) => (g.entry ? [g.entry] : []));
+        if (entries.length > 1) {
+          const [a, b] = entries;
+          onBad(new IngestError(b.file, b.where, `IATE ${b.id} is already an entry at ${a.file}:${a.where}`));
+          continue;
+        }
+        const at = terms[0] ? { file: terms[0].file, where: String(terms[0].line) } : { file: entries[0].file, where: entries[0].where };
+        await x.emit(iateConceptUnit(src, terms, entries[0] ?? null), x.listed, at.file, at.where);
       }
       return;
     }

@@ -6,6 +6,7 @@ import type { Citation, Unit, UnitLicence, UnitRow } from '../../contract/store-
 import type { AknProvision } from '../ingest/akoma-ntoso.ts';
 import type { AlignedParagraph } from '../ingest/aligned-paragraphs.ts';
 import type { ActBlock, Eurlex57kAct } from '../ingest/eurlex57k.ts';
+import type { IateEntry, IateTerm } from '../ingest/iate.ts';
 import type { SourceRecord } from '../ingest/records.ts';
 import type { DataSpec, Source } from '../model.ts';
 
@@ -76,6 +77,43 @@ export function alignedRowUnit(src: Source, p: AlignedParagraph): BuiltUnit {
     },
     searchText: pivot,
     group: p.celex,
+  };
+}
+
+/**
+ * P unit: one IATE concept, merged from what the CSV release (its English terms, typed) and the API
+ * pull (definition, terms in ten languages, domains) say about it; either may be missing. The
+ * English definition (with its IATE source note) and English terms are the pivot, the other
+ * languages' terms its language versions. Rows, in this order:
+ *  - en `definition` (API pull; as published, source note included);
+ *  - en `term`, one per release row in file order, with its `term_type` and `evaluation` (if any);
+ *  - `terms`, one per language of the API pull, the terms joined by ", " exactly as published (the
+ *    pull joined them so; a term holding ", " itself cannot be told apart, so they are not split);
+ *  - en `domain`, one per IATE domain path.
+ * Searched by every row but the domains: a concept is found by any of its terms in any language.
+ */
+export function iateConceptUnit(src: Source, terms: IateTerm[], entry: IateEntry | null): BuiltUnit {
+  const id = terms[0]?.id ?? entry!.id;
+  const url = terms[0]?.url ?? entry!.url;
+  const rows: UnitRow[] = [];
+  if (entry?.definition) rows.push({ lang: 'en', kind: 'definition', text: entry.definition });
+  for (const t of terms) rows.push({ lang: 'en', kind: 'term', text: t.term, term_type: t.type, ...(t.evaluation ? { evaluation: t.evaluation } : {}) });
+  for (const [lang, joined] of entry?.terms ?? []) rows.push({ lang, kind: 'terms', text: joined });
+  for (const d of entry?.domains ?? []) rows.push({ lang: 'en', kind: 'domain', text: d });
+  // the title: the English term the release prefers, else its first full term, else its first row, else the pull's first English term
+  const title =
+    terms.find((t) => t.evaluation === 'preferred')?.term ?? terms.find((t) => t.type === 'Term')?.term ?? terms[0]?.term ?? entry!.terms.find(([l]) => l === 'en')![1].split(', ')[0];
+  return {
+    unit: {
+      ref: `${src.id}:${id}`,
+      source: src.id,
+      kind: 'P',
+      title,
+      citation: { label: `IATE ${id}, “${title}”`, publisher: src.publisher, iate: id, uri: url, url },
+      rows,
+    },
+    searchText: rows.filter((r) => r.kind !== 'domain').map((r) => r.text).join('\n'),
+    group: id,
   };
 }
 

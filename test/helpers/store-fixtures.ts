@@ -77,6 +77,14 @@ export function expectedCounts(cat: CatalogSrc): Expected {
   const openaireUnits = jsonl(join(root, 'data/openaire/h2020_results_sample.jsonl')).length + oaf.reduce((n, f) => n + (readFileSync(join(root, 'data/openaire', f), 'utf8').split('<oaf:result>').length - 1), 0);
   const eeaUnits = csvRows('data/eea_airbase/DENW053.csv').length + csvRows('data/eea_airbase/DENW212.csv').length;
   const clcUnits = csvRows('data/copernicus_clc/clc_legend.csv', ';').length;
+  // IATE: one unit per concept of the release or the API pull; rows: one per release term row, and
+  // per pulled concept its definition (if any), one per language with terms, one per domain path
+  const iateTerms = csvRows('data/iate/OP_Covid19_IATE_2872020.csv');
+  const iatePull = JSON.parse(readFileSync(join(root, 'data/iate/iate_data_covid19_first330.json'), 'utf8')) as Record<string, string>[];
+  const iateUnits = new Set([...iateTerms.map((r) => r['IATE ID']), ...iatePull.map((e) => String(e.id_concept))]).size;
+  const iateRows =
+    iateTerms.length +
+    iatePull.reduce((n, e) => n + (e.en_def.trim() ? 1 : 0) + ['en', 'cs', 'da', 'de', 'es', 'fi', 'fr', 'it', 'nl', 'pt'].filter((l) => (e[l] ?? '').trim()).length + e.domains.split(', ').length, 0);
 
   const counts: Expected['counts'] = {};
   for (const p of cat.products) {
@@ -97,6 +105,7 @@ export function expectedCounts(cat: CatalogSrc): Expected {
         if (source === 'global.openaire') rows = units = openaireUnits;
         if (source === 'global.eea') rows = units = eeaUnits;
         if (source === 'global.copernicus') rows = units = clcUnits;
+        if (source === 'eu.iate') [units, rows] = [iateUnits, iateRows];
         // eu.efsa: ruled, but its sample is not attached (licence not confirmed): zero
       }
       counts[p.product_id][source] = { units, rows };
