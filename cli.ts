@@ -1,5 +1,5 @@
 #!/usr/bin/env -S npx tsx
-// The one command-line entry: check, build, serve, topup, ledger verify. Each has --help.
+// The one command-line entry (`npx lds …`): check, build, serve, topup, ledger, receipt, admin, licence. Each has --help.
 import { Command, Option } from 'commander';
 import { relative, resolve } from 'node:path';
 import { dataPaths } from './payments/config.ts';
@@ -9,7 +9,26 @@ import { DEFAULT_BASE_URL, DEFAULT_SPT, TOKEN_ENV, TopupCliError } from './cli/t
 const program = new Command()
   .name('lds')
   .description('Data-product catalogue and metered draw service for EU legal data')
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .version(await versionText(), '-V, --version', 'print the package version and the catalogue and unit store format versions');
+
+/** `lds --version`: this package's version and the formats it writes and reads. */
+async function versionText(): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
+  const { CATALOGUE_FORMAT } = await import('./contract/catalogue.ts');
+  const { STORE_FORMAT } = await import('./contract/store-format.ts');
+  // cli.ts sits beside package.json; its compiled form (npm start) one folder down, in build/.
+  let pkg: { name: string; version: string } | undefined;
+  for (const rel of ['./package.json', '../package.json']) {
+    try {
+      pkg = JSON.parse(await readFile(new URL(rel, import.meta.url), 'utf8'));
+      if (pkg?.version) break;
+    } catch {
+      // try the next one
+    }
+  }
+  return `lds ${pkg?.version ?? 'unknown'} (${pkg?.name ?? 'lds'}); catalogue format ${CATALOGUE_FORMAT} (API /v${CATALOGUE_FORMAT}); unit store format ${STORE_FORMAT}`;
+}
 
 const DEFAULT_ORIGIN = 'http://127.0.0.1:8080';
 
@@ -21,12 +40,37 @@ function shown(path: string): string {
 
 program
   .command('check')
-  .description('validate catalog-src/ (every file against its schema, then across files) and report every error at once')
+  .description('validate catalog-src/ (every file against its JSON Schema and across files) and report every error and warning in one run, each with its file, line and column')
   .option('--src <dir>', 'publisher definitions', 'catalog-src')
-  .action(async (o: { src: string }) => {
-    const { loadCatalogSrc } = await import('./generator/load.ts');
-    const cat = await loadCatalogSrc(resolve(o.src));
-    console.log(`catalog-src is valid: ${cat.products.length} products, ${cat.sources.size} sources, ${cat.licences.size} licence${cat.licences.size === 1 ? '' : 's'}`);
+  .addOption(new Option('--format <format>', 'text (file:line:col: …), github (workflow commands: annotations on a pull request) or json (one document)').choices(['text', 'json', 'github']).default('text'))
+  .option('--fix', 'write the licence text hashes (quote_sha256) the check expects into the source files, say what changed, then check again')
+  .addHelpText('after', `
+Each finding: <path>:<line>:<col>: error|warning: <file>#<json-pointer>: <reason>, then a summary line
+naming the folder. Errors stop a build; warnings (a licence nothing uses) do not.
+
+Exit status: 0 no errors (warnings allowed), 1 errors, 2 could not run (no such folder, no schemas).
+
+Examples:
+  npx lds check
+  npx lds check --src my-catalog --format github
+  npx lds check --fix`)
+  .action(async (o: { src: string; format: 'text' | 'json' | 'github'; fix?: boolean }) => {
+    const { runCheck } = await import('./cli/check.ts');
+    process.exitCode = await runCheck(o, { stdout: (l) => console.log(l), stderr: (l) => console.error(l) });
+  });
+
+const licence = program.command('licence').description('licence texts: compute what a ruling must say about them');
+licence
+  .command('hash')
+  .description('print the SHA-256 of a licence text: the value of quote_sha256 in a ruling that quotes it (the same digest `check` computes)')
+  .argument('<file>', 'the licence text, e.g. catalog-src/licences/texts/cc-by-4.0-summary.txt')
+  .action(async (file: string) => {
+    const { licenceHash } = await import('./cli/check.ts');
+    const digest = await licenceHash(file);
+    if (digest === null) {
+      console.error(`error: ${file}: no such file`);
+      process.exitCode = 2;
+    } else console.log(digest);
   });
 
 program

@@ -110,7 +110,8 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
   const builtAt = buildTime(opts.sourceDateEpoch);
 
   progress(`checking ${srcDir}`);
-  const cat = await loadCatalogSrc(srcDir);
+  // The same checks as `lds check`; its findings, in its text format, are the error a bad input throws.
+  const cat = await loadCatalogSrc(srcDir, { folder: opts.srcDir.replace(/(.)\/+$/, '$1'), onWarning: progress });
   // Only the service's addresses move; publisher_url keeps catalog-src's value or LDS_PUBLISHER_URL.
   const local = opts.localOrigin ? localServiceAddresses(opts.localOrigin) : {};
   const addresses = resolveAddresses(cat.settings.addresses, { ...local, ...opts.addresses });
