@@ -120,7 +120,7 @@ program
 // test/service-stop.test.ts checks it through `npm start`.
 program
   .command('serve')
-  .description('serve dist/, the draw and balance API, MCP and A2A (builds first when dist/ or the store is missing)')
+  .description('serve dist/, the draw and balance API, MCP and A2A (builds first when dist/ or the store is missing, and rebuilds a local build made for another port or host)')
   .option('--port <n>', 'port (also PORT)', process.env.PORT ?? '8080')
   .option('--host <addr>', 'address to listen on (also HOST)', process.env.HOST ?? '127.0.0.1')
   .option('--rebuild', 'rebuild dist/ and the unit store before serving')
@@ -129,15 +129,25 @@ program
     const { loadConfig } = await import('./payments/config.ts');
     const config = await loadConfig({ port: Number(o.port), host: o.host });
     const { distDir, storeRoot } = config;
+    const host = o.host.includes(':') ? `[${o.host}]` : o.host;
+    const origin = `http://${host}:${o.port}`;
+    // A local build (npm run build, or an earlier start) names its origin in every address it
+    // publishes; started on another port or host, it would send buyers there. Rebuild it for this one.
+    const { readLocalBuild } = await import('./generator/local-build.ts');
+    const local = await readLocalBuild(distDir);
+    const missing = !existsSync(resolve(distDir, 'v1/lds/_catalog')) || !existsSync(resolve(storeRoot, 'CURRENT'));
+    // Port 0 (any free port) is only known once listening: such a start serves dist/ as it is.
+    const moved = !o.rebuild && !missing && local !== null && o.port !== '0' && local.local_origin !== origin;
+    if (moved)
+      console.error(`[serve] ${shown(distDir)} was built for ${local.local_origin} but this start listens on ${origin}: rebuilding it so every address (catalogue base_url, agent card, top-up link) names ${origin}`);
     // A fresh clone has neither: build them for the address we are about to listen on.
-    if (o.rebuild || !existsSync(resolve(distDir, 'v1/lds/_catalog')) || !existsSync(resolve(storeRoot, 'CURRENT'))) {
+    if (o.rebuild || missing || moved) {
       const { build } = await import('./generator/build.ts');
-      const host = o.host.includes(':') ? `[${o.host}]` : o.host;
       const result = await build({
-        srcDir: 'catalog-src',
+        srcDir: local?.src ?? 'catalog-src',
         outDir: distDir,
         storeRoot,
-        localOrigin: `http://${host}:${o.port}`,
+        localOrigin: origin,
         progress: (msg) => console.error(`[build] ${msg}`),
       });
       console.error(`[build] ${result.version} ready`);
