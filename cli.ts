@@ -164,7 +164,7 @@ program
   .option('--spt <token>', 'Stripe Shared Payment Token that pays; the sandbox processor accepts any spt_… except spt_sandbox_decline (declined) and spt_sandbox_requires_action (needs customer action)', DEFAULT_SPT)
   .option('--base-url <url>', 'the service\'s API base', DEFAULT_BASE_URL)
   .option('--json', 'print the answer as one JSON object (balance_token only for a new balance)')
-  .addHelpText('after', `\nExamples:\n  npx tsx cli.ts topup --amount 5.00\n  ${TOKEN_ENV}=lds_bal_… npx tsx cli.ts topup --amount 20.00\n  npx tsx cli.ts topup --amount 20.00 --token - < token.txt\n\nExits 1 with the service\'s reason when the top-up is refused (declined, below the minimum, unknown balance, …).`)
+  .addHelpText('after', `\nExamples:\n  npx lds topup --amount 5.00\n  ${TOKEN_ENV}=lds_bal_… npx lds topup --amount 20.00\n  npx lds topup --amount 20.00 --token - < token.txt\n\nExits 1 with the service\'s reason when the top-up is refused (declined, below the minimum, unknown balance, …).`)
   .action(async (o: { amount: string; token?: string; spt: string; baseUrl: string; json?: boolean }) => {
     const { runTopup } = await import('./cli/topup.ts');
     await runTopup(o, { env: process.env, stdin: process.stdin, stdout: (l) => console.log(l), stderr: (l) => process.stderr.write(l) });
