@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CATALOGUE_FORMAT } from '../contract/catalogue.ts';
 import { STORE_FORMAT } from '../contract/store-format.ts';
+import { jsonSpans, JsonSyntaxError } from '../generator/json-positions.ts';
 import { CATALOG_SRC, REPO, tempDir } from './helpers/build.ts';
 
 const LDS = join(REPO, 'bin', 'lds.mjs');
@@ -73,6 +74,30 @@ async function brokenCopy() {
   ];
   return { parent, src, expected, quoteHash, quoteFile: source.ruling.quote_file as string };
 }
+
+/** The value at an RFC 6901 pointer. */
+function at(doc: unknown, ptr: string): unknown {
+  return ptr === '' ? doc : ptr.slice(1).split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~')).reduce((v: any, k) => v[k], doc);
+}
+
+test('json positions: every value of every catalog-src file is where its span says (its text parses to the value at its pointer)', async () => {
+  const { readdirSync } = await import('node:fs');
+  const files = readdirSync(CATALOG_SRC, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith('.json') && !e.parentPath.includes('/data'));
+  assert.ok(files.length > 40, `read the definitions (${files.length})`);
+  const tricky = '{"a~b/c": [1, {"x": "}\\"\u00e9]"}], "":\n  -1.5e3, "n": [[], {}, null, true]}';
+  for (const text of [...files.map((e) => readFileSync(join(e.parentPath, e.name), 'utf8')), tricky]) {
+    const doc = JSON.parse(text);
+    const spans = jsonSpans(text);
+    for (const [ptr, span] of spans) {
+      assert.equal(JSON.parse(text.slice(span.start, span.end)), at(doc, ptr), ptr);
+      const lines = text.slice(0, span.start).split('\n');
+      assert.equal([span.line, span.col], [lines.length, lines.at(-1)!.length + 1], ptr);
+    }
+  }
+  assert.ok(jsonSpans(tricky).has('/a~0b~1c/1/x'));
+  assert.ok(jsonSpans(tricky).has('/'));
+  for (const bad of ['{"a": 1,}', '[1 2]', '{"a" 1}', '"open', '{} x']) assert.throws(() => jsonSpans(bad), (e: unknown) => e instanceof JsonSyntaxError);
+});
 
 test('text: all four findings in one run, each at its line and column, then the summary naming the folder; exit 1', async () => {
   const { parent, expected } = await brokenCopy();
