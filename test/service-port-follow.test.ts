@@ -83,7 +83,7 @@ async function publishedAddresses(port: number, draw: { product: string; ref: st
     docs[path] = await res.text();
   }
   // An unpaid draw: 402 and a quote whose topup_url says where to fund a balance.
-  const quote = await postJson(`${cat.base_url}/lds/draw`, { product_id: draw.product, currency: 'EUR', units: [draw.ref] });
+  const quote = await postJson(`${origin}/v1/lds/draw`, { product_id: draw.product, currency: 'EUR', units: [draw.ref] });
   assert.is(quote.status, 402);
   docs['402 topup_url'] = ((await quote.json()) as { topup_url: string }).topup_url;
   return docs;
