@@ -1,5 +1,5 @@
 #!/usr/bin/env -S npx tsx
-// The one command-line entry: check, build, serve, topup, ledger verify. Each has --help.
+// The one command-line entry (`npx lds …`): check, build, serve, topup, ledger, receipt, admin, licence. Each has --help.
 import { Command, Option } from 'commander';
 import { relative, resolve } from 'node:path';
 import { dataPaths } from './payments/config.ts';
@@ -10,7 +10,26 @@ import { DEFAULT_KEEP, PublishError } from './generator/publish.ts';
 const program = new Command()
   .name('lds')
   .description('Data-product catalogue and metered draw service for EU legal data')
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .version(await versionText(), '-V, --version', 'print the package version and the catalogue and unit store format versions');
+
+/** `lds --version`: this package's version and the formats it writes and reads. */
+async function versionText(): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
+  const { CATALOGUE_FORMAT } = await import('./contract/catalogue.ts');
+  const { STORE_FORMAT } = await import('./contract/store-format.ts');
+  // cli.ts sits beside package.json; its compiled form (npm start) one folder down, in build/.
+  let pkg: { name: string; version: string } | undefined;
+  for (const rel of ['./package.json', '../package.json']) {
+    try {
+      pkg = JSON.parse(await readFile(new URL(rel, import.meta.url), 'utf8'));
+      if (pkg?.version) break;
+    } catch {
+      // try the next one
+    }
+  }
+  return `lds ${pkg?.version ?? 'unknown'} (${pkg?.name ?? 'lds'}); catalogue format ${CATALOGUE_FORMAT} (API /v${CATALOGUE_FORMAT}); unit store format ${STORE_FORMAT}`;
+}
 
 const DEFAULT_ORIGIN = 'http://127.0.0.1:8080';
 
@@ -22,12 +41,37 @@ function shown(path: string): string {
 
 program
   .command('check')
-  .description('validate catalog-src/ (every file against its schema, then across files) and report every error at once')
+  .description('validate catalog-src/ (every file against its JSON Schema and across files) and report every error and warning in one run, each with its file, line and column')
   .option('--src <dir>', 'publisher definitions', 'catalog-src')
-  .action(async (o: { src: string }) => {
-    const { loadCatalogSrc } = await import('./generator/load.ts');
-    const cat = await loadCatalogSrc(resolve(o.src));
-    console.log(`catalog-src is valid: ${cat.products.length} products, ${cat.sources.size} sources, ${cat.licences.size} licence${cat.licences.size === 1 ? '' : 's'}`);
+  .addOption(new Option('--format <format>', 'text (file:line:col: …), github (workflow commands: annotations on a pull request) or json (one document)').choices(['text', 'json', 'github']).default('text'))
+  .option('--fix', 'write the licence text hashes (quote_sha256) the check expects into the source files, say what changed, then check again')
+  .addHelpText('after', `
+Each finding: <path>:<line>:<col>: error|warning: <file>#<json-pointer>: <reason>, then a summary line
+naming the folder. Errors stop a build; warnings (a licence nothing uses) do not.
+
+Exit status: 0 no errors (warnings allowed), 1 errors, 2 could not run (no such folder, no schemas).
+
+Examples:
+  npx lds check
+  npx lds check --src my-catalog --format github
+  npx lds check --fix`)
+  .action(async (o: { src: string; format: 'text' | 'json' | 'github'; fix?: boolean }) => {
+    const { runCheck } = await import('./cli/check.ts');
+    process.exitCode = await runCheck(o, { stdout: (l) => console.log(l), stderr: (l) => console.error(l) });
+  });
+
+const licence = program.command('licence').description('licence texts: compute what a ruling must say about them');
+licence
+  .command('hash')
+  .description('print the SHA-256 of a licence text: the value of quote_sha256 in a ruling that quotes it (the same digest `check` computes)')
+  .argument('<file>', 'the licence text, e.g. catalog-src/licences/texts/cc-by-4.0-summary.txt')
+  .action(async (file: string) => {
+    const { licenceHash } = await import('./cli/check.ts');
+    const digest = await licenceHash(file);
+    if (digest === null) {
+      console.error(`error: ${file}: no such file`);
+      process.exitCode = 2;
+    } else console.log(digest);
   });
 
 program
@@ -122,7 +166,7 @@ Exit codes: 0 published (or already current: nothing to do); 1 refused or failed
 // test/service-stop.test.ts checks it through `npm start`.
 program
   .command('serve')
-  .description('serve dist/, the draw and balance API, MCP and A2A (builds first when dist/ or the store is missing)')
+  .description('serve dist/, the draw and balance API, MCP and A2A (builds first when dist/ or the store is missing, and rebuilds a local build made for another port or host)')
   .option('--port <n>', 'port (also PORT)', process.env.PORT ?? '8080')
   .option('--host <addr>', 'address to listen on (also HOST)', process.env.HOST ?? '127.0.0.1')
   .option('--rebuild', 'rebuild dist/ and the unit store before serving')
@@ -131,15 +175,25 @@ program
     const { loadConfig } = await import('./payments/config.ts');
     const config = await loadConfig({ port: Number(o.port), host: o.host });
     const { distDir, storeRoot } = config;
+    const host = o.host.includes(':') ? `[${o.host}]` : o.host;
+    const origin = `http://${host}:${o.port}`;
+    // A local build (npm run build, or an earlier start) names its origin in every address it
+    // publishes; started on another port or host, it would send buyers there. Rebuild it for this one.
+    const { readLocalBuild } = await import('./generator/local-build.ts');
+    const local = await readLocalBuild(distDir);
+    const missing = !existsSync(resolve(distDir, 'v1/lds/_catalog')) || !existsSync(resolve(storeRoot, 'CURRENT'));
+    // Port 0 (any free port) is only known once listening: such a start serves dist/ as it is.
+    const moved = !o.rebuild && !missing && local !== null && o.port !== '0' && local.local_origin !== origin;
+    if (moved)
+      console.error(`[serve] ${shown(distDir)} was built for ${local.local_origin} but this start listens on ${origin}: rebuilding it so every address (catalogue base_url, agent card, top-up link) names ${origin}`);
     // A fresh clone has neither: build them for the address we are about to listen on.
-    if (o.rebuild || !existsSync(resolve(distDir, 'v1/lds/_catalog')) || !existsSync(resolve(storeRoot, 'CURRENT'))) {
+    if (o.rebuild || missing || moved) {
       const { build } = await import('./generator/build.ts');
-      const host = o.host.includes(':') ? `[${o.host}]` : o.host;
       const result = await build({
-        srcDir: 'catalog-src',
+        srcDir: local?.src ?? 'catalog-src',
         outDir: distDir,
         storeRoot,
-        localOrigin: `http://${host}:${o.port}`,
+        localOrigin: origin,
         progress: (msg) => console.error(`[build] ${msg}`),
       });
       console.error(`[build] ${result.version} ready`);
@@ -156,7 +210,7 @@ program
   .option('--spt <token>', 'Stripe Shared Payment Token that pays; the sandbox processor accepts any spt_… except spt_sandbox_decline (declined) and spt_sandbox_requires_action (needs customer action)', DEFAULT_SPT)
   .option('--base-url <url>', 'the service\'s API base', DEFAULT_BASE_URL)
   .option('--json', 'print the answer as one JSON object (balance_token only for a new balance)')
-  .addHelpText('after', `\nExamples:\n  npx tsx cli.ts topup --amount 5.00\n  ${TOKEN_ENV}=lds_bal_… npx tsx cli.ts topup --amount 20.00\n  npx tsx cli.ts topup --amount 20.00 --token - < token.txt\n\nExits 1 with the service\'s reason when the top-up is refused (declined, below the minimum, unknown balance, …).`)
+  .addHelpText('after', `\nExamples:\n  npx lds topup --amount 5.00\n  ${TOKEN_ENV}=lds_bal_… npx lds topup --amount 20.00\n  npx lds topup --amount 20.00 --token - < token.txt\n\nExits 1 with the service\'s reason when the top-up is refused (declined, below the minimum, unknown balance, …).`)
   .action(async (o: { amount: string; token?: string; spt: string; baseUrl: string; json?: boolean }) => {
     const { runTopup } = await import('./cli/topup.ts');
     await runTopup(o, { env: process.env, stdin: process.stdin, stdout: (l) => console.log(l), stderr: (l) => process.stderr.write(l) });

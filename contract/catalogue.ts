@@ -1,6 +1,13 @@
 // The shape of the catalogue snapshot (v1/lds/_catalog): what the generator writes into dist/ and
 // the service reads back at start. Types only - the document itself is the contract.
 
+/**
+ * The catalogue's format: the API version every base_url ends in (/v1) and the shape below. A
+ * change a reader of v1 could not follow needs a new number and a new base path. `lds --version`
+ * prints it.
+ */
+export const CATALOGUE_FORMAT = 1 as const;
+
 export interface UnitDefinition { source: string; unit: string; definition: string }
 
 export interface LicenceBasis {

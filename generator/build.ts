@@ -10,6 +10,7 @@ import { compressedVariants, type CompressedVariant } from './emit/compress.ts';
 import type { EmitContext, OutputFile } from './emit/types.ts';
 import { localServiceAddresses, resolveAddresses } from './addresses.ts';
 import { loadCatalogSrc } from './load.ts';
+import { forgetLocalBuild, writeLocalBuild } from './local-build.ts';
 import type { Addresses, CatalogSrc, StoreSummary } from './model.ts';
 import { contentVersion } from './version.ts';
 
@@ -120,9 +121,10 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
   const builtAt = buildTime(opts.sourceDateEpoch);
 
   progress(`checking ${srcDir}`);
-  const cat = await loadCatalogSrc(srcDir);
+  // The same checks as `lds check`; its findings, in its text format, are the error a bad input throws.
+  const cat = await loadCatalogSrc(srcDir, { folder: opts.srcDir.replace(/(.)\/+$/, '$1'), onWarning: progress });
   // Only the service's addresses move; publisher_url keeps catalog-src's value or LDS_PUBLISHER_URL.
-  const local = opts.localOrigin ? localServiceAddresses(opts.localOrigin) : {};
+  const local: Partial<Addresses> = opts.localOrigin ? localServiceAddresses(opts.localOrigin) : {};
   const addresses = resolveAddresses(cat.settings.addresses, { ...local, ...opts.addresses });
 
   let store = emptyStore(builtAt);
@@ -138,6 +140,11 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
   const ctx = emitContext(cat, addresses, store, builtAt);
   const files = renderAll(ctx);
 
+  // Only a build whose service addresses are the local origin's follows the port `serve` listens on
+  // (generator/local-build.ts). The record goes before the swap when it is removed and after it when
+  // it is written, so a crash between never leaves a production dist/ marked as local.
+  const followsPort = opts.localOrigin !== undefined && addresses.base_url === local.base_url;
+  if (!followsPort) await forgetLocalBuild(outDir);
   const tmpDir = `${outDir}.tmp-${process.pid}`;
   await rm(tmpDir, { recursive: true, force: true });
   try {
@@ -147,6 +154,7 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
     await rm(tmpDir, { recursive: true, force: true });
     throw err;
   }
+  if (followsPort) await writeLocalBuild(outDir, opts.localOrigin!, srcDir);
   progress(`wrote ${files.length} files to ${outDir} (${ctx.version})`);
   return { version: ctx.version, storeVersion: store.store_version, files: files.length, outDir, report };
 }

@@ -1,12 +1,14 @@
 // Reads catalog-src/, validates every file against its JSON Schema, then cross-checks the files
-// against each other. Collects every error before failing, so `check` reports them all at once.
+// against each other, on whatever parsed (valid or not), so `check` reports every finding in one run,
+// each located at its line and column. `build` loads through the same checks.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat as statPath } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { CatalogErrors, pointer, type SourceError } from './errors.ts';
+import { CatalogErrors, formatFinding, isError, pointer, type SourceError } from './errors.ts';
+import { jsonSpans, JsonSyntaxError, lineCol, spanAt, type Span } from './json-positions.ts';
 import type { CatalogSrc, CatalogueSettings, Licence, ProductSrc, Source } from './model.ts';
 
 const SCHEMAS = ['catalogue', 'licence', 'source', 'product'] as const;
@@ -29,7 +31,10 @@ function ajvErrors(file: string, errors: ErrorObject[] | null | undefined): Sour
     .filter((e) => !['oneOf', 'if'].includes(e.keyword) || (errors ?? []).length === 1)
     .map((e) => {
       let reason = e.message ?? 'invalid';
-      if (e.keyword === 'additionalProperties') reason = `unknown property "${(e.params as { additionalProperty: string }).additionalProperty}"`;
+      if (e.keyword === 'additionalProperties') {
+        const name = (e.params as { additionalProperty: string }).additionalProperty;
+        return { file, pointer: e.instancePath + pointer(name), reason: `unknown property "${name}"` };
+      }
       if (e.keyword === 'required') return { file, pointer: e.instancePath + pointer((e.params as { missingProperty: string }).missingProperty), reason: 'required field is missing' };
       if (e.keyword === 'enum') reason += `: ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`;
       if (e.keyword === 'not' && e.schemaPath.includes('oneOf')) reason = 'a held source has no licence ruling and no data';
@@ -37,20 +42,24 @@ function ajvErrors(file: string, errors: ErrorObject[] | null | undefined): Sour
     });
 }
 
-/** Parses JSON, turning a syntax error into a located SourceError. */
-function parseJson(file: string, text: string, errors: SourceError[]): unknown {
+/** Parses JSON and locates its values; a syntax error becomes a finding at the offending character. */
+function parseJson(file: string, text: string, errors: SourceError[]): { doc: unknown; spans: Map<string, Span> } | undefined {
+  let spans: Map<string, Span>;
+  let badAt: number | undefined;
   try {
-    return JSON.parse(text);
+    spans = jsonSpans(text);
+  } catch (err) {
+    if (!(err instanceof JsonSyntaxError)) throw err;
+    spans = new Map();
+    badAt = err.offset;
+  }
+  try {
+    return { doc: JSON.parse(text), spans };
   } catch (err) {
     const msg = (err as Error).message;
-    const pos = /position (\d+)/.exec(msg);
-    let where = '';
-    if (pos) {
-      const before = text.slice(0, Number(pos[1]));
-      const line = before.split('\n').length;
-      where = ` (line ${line}, column ${Number(pos[1]) - before.lastIndexOf('\n')})`;
-    }
-    errors.push({ file, pointer: '', reason: `invalid JSON${where}: ${msg}` });
+    const pos = badAt ?? Number(/position (\d+)/.exec(msg)?.[1] ?? 0);
+    const { line, col } = lineCol(text, pos);
+    errors.push({ file, pointer: '', reason: `invalid JSON (line ${line}, column ${col}): ${msg}`, line, col });
     return undefined;
   }
 }
@@ -64,7 +73,7 @@ async function jsonFiles(dir: string): Promise<string[]> {
 }
 
 /** SHA-256 of a file, streamed (data exports may be many GiB); null when there is no such file. */
-async function sha256File(path: string): Promise<string | null> {
+export async function sha256File(path: string): Promise<string | null> {
   const h = createHash('sha256');
   try {
     for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
@@ -93,14 +102,48 @@ async function treeSha256(root: string): Promise<string> {
   return h.digest('hex');
 }
 
-/**
- * Loads and validates catalog-src/. Throws CatalogErrors listing every problem found.
- */
-export async function loadCatalogSrc(root: string): Promise<CatalogSrc> {
-  const errors: SourceError[] = [];
-  const validate = await compileSchemas(root);
+/** The folder could not be checked at all (missing, unreadable, no schemas): `check` exits 2. */
+export class CatalogUnreadable extends Error {}
 
-  const read = async <T>(rel: string, schema: SchemaName): Promise<T | undefined> => {
+export interface CheckResult {
+  /** Every error and warning, located, in file order. */
+  findings: SourceError[];
+  /** The definitions, when there is no error. */
+  cat: CatalogSrc | null;
+}
+
+// Fields of a document that may have failed its schema: the cross-file checks still run on what is
+// there (so one pass reports a schema error and an unknown source in the same file), reading only
+// values of the expected type.
+type Loose = Record<string, unknown>;
+const obj = (v: unknown): Loose | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Loose) : undefined);
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+/**
+ * Checks catalog-src/ in one pass: every file against its JSON Schema, then the files against
+ * each other (on whatever parsed, valid or not), then locates every finding in its file.
+ */
+export async function checkCatalogSrc(root: string): Promise<CheckResult> {
+  let stat;
+  try {
+    stat = await statPath(root);
+  } catch {
+    throw new CatalogUnreadable(`${root} does not exist`);
+  }
+  if (!stat.isDirectory()) throw new CatalogUnreadable(`${root} is not a folder`);
+  let validate: Record<SchemaName, ValidateFunction>;
+  try {
+    validate = await compileSchemas(root);
+  } catch (err) {
+    throw new CatalogUnreadable(`cannot read the JSON Schemas in ${join(root, 'schemas')}: ${(err as Error).message}`);
+  }
+
+  const errors: SourceError[] = [];
+  const spansOf = new Map<string, Map<string, Span>>();
+  const valid = new Set<string>();
+
+  const read = async (rel: string, schema: SchemaName): Promise<Loose | undefined> => {
     let text: string;
     try {
       text = await readFile(join(root, rel), 'utf8');
@@ -108,97 +151,176 @@ export async function loadCatalogSrc(root: string): Promise<CatalogSrc> {
       errors.push({ file: rel, pointer: '', reason: 'file is missing' });
       return undefined;
     }
-    const doc = parseJson(rel, text, errors);
-    if (doc === undefined) return undefined;
-    if (!validate[schema](doc)) {
-      errors.push(...ajvErrors(rel, validate[schema].errors));
-      return undefined;
-    }
-    return doc as T;
+    const parsed = parseJson(rel, text, errors);
+    if (!parsed) return undefined;
+    spansOf.set(rel, parsed.spans);
+    if (validate[schema](parsed.doc)) valid.add(rel);
+    else errors.push(...ajvErrors(rel, validate[schema].errors));
+    return obj(parsed.doc) ?? {};
+  };
+  /** Reports a second file claiming an id. */
+  const claimed = new Map<string, string>();
+  const claim = (kind: string, id: string | undefined, rel: string, ptr: string) => {
+    if (id === undefined) return;
+    const other = claimed.get(`${kind}\0${id}`);
+    if (other) errors.push({ file: rel, pointer: ptr, reason: `${kind} "${id}" is also used by ${other}` });
+    else claimed.set(`${kind}\0${id}`, rel);
+  };
+  const fileNameMatches = (rel: string, f: string, field: string, id: string | undefined) => {
+    const expected = f.replace(/\.json$/, '');
+    if (id !== undefined && id !== expected)
+      errors.push({ file: rel, pointer: pointer(field), reason: `${field} "${id}" does not match the file name: it must be "${expected}" (or rename the file to ${id}.json)`, expected });
   };
 
-  const settings = await read<CatalogueSettings>('catalogue.json', 'catalogue');
+  const settings = await read('catalogue.json', 'catalogue');
 
-  const licences = new Map<string, Licence>();
+  const licences = new Map<string, Loose>();
+  const licenceFile = new Map<string, string>();
   for (const f of await jsonFiles(join(root, 'licences'))) {
     const rel = `licences/${f}`;
-    const lic = await read<Licence>(rel, 'licence');
+    const lic = await read(rel, 'licence');
     if (!lic) continue;
-    if (`${lic.id}.json` !== f) errors.push({ file: rel, pointer: '/id', reason: `id "${lic.id}" does not match the file name` });
-    if ((await sha256File(join(root, 'licences', lic.text))) === null) errors.push({ file: rel, pointer: '/text', reason: `licence text ${lic.text} not found` });
-    licences.set(lic.id, lic);
+    const id = str(lic.id);
+    fileNameMatches(rel, f, 'id', id);
+    claim('licence id', id, rel, '/id');
+    const text = str(lic.text);
+    if (text !== undefined && (await sha256File(join(root, 'licences', text))) === null) errors.push({ file: rel, pointer: '/text', reason: `licence text ${text} not found (the path is relative to licences/)` });
+    if (id !== undefined) {
+      licences.set(id, lic);
+      licenceFile.set(id, rel);
+    }
   }
+  const usedLicences = new Set<string>();
+  const catalogueLicence = str(settings?.licence);
+  if (catalogueLicence !== undefined) usedLicences.add(catalogueLicence);
 
-  const sources = new Map<string, Source>();
+  const sources = new Map<string, Loose>();
   const sourceFiles = new Set<string>();
   for (const f of await jsonFiles(join(root, 'sources'))) {
     const rel = `sources/${f}`;
     // A file that exists but is broken is reported once, not again by every product naming it.
     sourceFiles.add(f.replace(/\.json$/, ''));
-    const src = await read<Source>(rel, 'source');
+    const src = await read(rel, 'source');
     if (!src) continue;
-    if (`${src.id}.json` !== f) errors.push({ file: rel, pointer: '/id', reason: `id "${src.id}" does not match the file name` });
-    if (src.ruling) {
-      const r = src.ruling;
-      if (!licences.has(r.licence)) errors.push({ file: rel, pointer: '/ruling/licence', reason: `unknown licence "${r.licence}"` });
-      const actual = await sha256File(join(root, r.quote_file));
-      if (actual === null) errors.push({ file: rel, pointer: '/ruling/quote_file', reason: `licence text ${r.quote_file} not found` });
-      else if (actual !== r.quote_sha256)
-        errors.push({ file: rel, pointer: '/ruling/quote_sha256', reason: `does not match the SHA-256 of ${r.quote_file} (${actual})` });
+    const id = str(src.id);
+    fileNameMatches(rel, f, 'id', id);
+    claim('source id', id, rel, '/id');
+    const r = obj(src.ruling);
+    if (r) {
+      const lic = str(r.licence);
+      if (lic !== undefined) {
+        usedLicences.add(lic);
+        if (!licences.has(lic)) errors.push({ file: rel, pointer: '/ruling/licence', reason: `unknown licence "${lic}" (no licences/${lic}.json; known: ${[...licences.keys()].join(', ') || 'none'})` });
+      }
+      const quoteFile = str(r.quote_file);
+      const actual = quoteFile === undefined ? null : await sha256File(join(root, quoteFile));
+      if (quoteFile !== undefined && actual === null) errors.push({ file: rel, pointer: '/ruling/quote_file', reason: `licence text ${quoteFile} not found (the path is relative to the catalog-src folder)` });
+      const given = r.quote_sha256;
+      if (actual !== null && given !== actual) {
+        const where = rel + '\0/ruling/quote_sha256';
+        const missing = errors.find((e) => e.file + '\0' + e.pointer === where);
+        const reason = `quote_sha256 is ${JSON.stringify(given)} but the licence text ${quoteFile} hashes to ${actual}`;
+        // A missing or malformed value already has its schema error: say the value there, once.
+        if (missing) Object.assign(missing, { reason: `${missing.reason}: it must be the SHA-256 of ${quoteFile}, ${actual}`, expected: actual });
+        else errors.push({ file: rel, pointer: '/ruling/quote_sha256', reason, expected: actual });
+      }
     }
-    for (const [i, d] of (src.data ?? []).entries()) {
+    for (const [i, d] of arr(src.data).entries()) {
       for (const key of ['path', 'acts'] as const) {
-        const p = d[key];
+        const p = str(obj(d)?.[key]);
         if (p === undefined) continue;
         try {
           await readdir(join(root, p)).catch(async () => readFile(join(root, p)).then(() => []));
         } catch {
-          errors.push({ file: rel, pointer: pointer('data', i, key), reason: `data path ${p} not found` });
+          errors.push({ file: rel, pointer: pointer('data', i, key), reason: `data path ${p} not found (the path is relative to the catalog-src folder)` });
         }
       }
     }
-    if (src.ruling && src.unit && !src.data?.length && !src.no_data_reason)
+    if (r && src.unit && !arr(src.data).length && !src.no_data_reason)
       errors.push({ file: rel, pointer: '/no_data_reason', reason: 'a served source without data must say why (no_data_reason)' });
-    sources.set(src.id, src);
+    if (id !== undefined) sources.set(id, src);
   }
 
-  const products: ProductSrc[] = [];
+  const products: Loose[] = [];
   const productFiles = new Set<string>();
   const seenSlugs = new Map<string, string>();
   for (const f of await jsonFiles(join(root, 'products'))) {
     const rel = `products/${f}`;
     productFiles.add(f.replace(/\.json$/, ''));
-    const p = await read<ProductSrc>(rel, 'product');
+    const p = await read(rel, 'product');
     if (!p) continue;
-    if (`${p.product_id}.json` !== f) errors.push({ file: rel, pointer: '/product_id', reason: `product_id "${p.product_id}" does not match the file name` });
-    if (seenSlugs.has(p.slug)) errors.push({ file: rel, pointer: '/slug', reason: `slug "${p.slug}" is also used by ${seenSlugs.get(p.slug)}` });
-    seenSlugs.set(p.slug, rel);
+    const id = str(p.product_id);
+    fileNameMatches(rel, f, 'product_id', id);
+    claim('product_id', id, rel, '/product_id');
+    const slug = str(p.slug);
+    if (slug !== undefined && seenSlugs.has(slug)) errors.push({ file: rel, pointer: '/slug', reason: `slug "${slug}" is also used by ${seenSlugs.get(slug)}` });
+    if (slug !== undefined) seenSlugs.set(slug, rel);
     const seen = new Set<string>();
-    p.sources.forEach((s, i) => {
-      if (!sourceFiles.has(s.source)) {
-        errors.push({ file: rel, pointer: pointer('sources', i, 'source'), reason: `unknown source "${s.source}" (no sources/${s.source}.json)` });
-      }
-      if (seen.has(s.source)) errors.push({ file: rel, pointer: pointer('sources', i, 'source'), reason: `source "${s.source}" is listed twice` });
-      seen.add(s.source);
-      const src = sources.get(s.source);
-      if (src?.held && s.required) errors.push({ file: rel, pointer: pointer('sources', i, 'required'), reason: `held source "${s.source}" cannot be required` });
+    arr(p.sources).forEach((entry, i) => {
+      const s = str(obj(entry)?.source);
+      if (s === undefined) return;
+      if (!sourceFiles.has(s)) errors.push({ file: rel, pointer: pointer('sources', i, 'source'), reason: `unknown source "${s}" (no sources/${s}.json)` });
+      if (seen.has(s)) errors.push({ file: rel, pointer: pointer('sources', i, 'source'), reason: `source "${s}" is listed twice` });
+      seen.add(s);
+      if (sources.get(s)?.held && obj(entry)?.required) errors.push({ file: rel, pointer: pointer('sources', i, 'required'), reason: `held source "${s}" cannot be required: set "required": false` });
     });
+    // Prices are integers of micro-euros; past 2^53 they are no longer exact in JSON numbers.
+    const pricing = obj(p.pricing);
+    for (const key of ['bulk_unit_rate_micro_eur', 'draw_unit_price_micro_eur']) {
+      const v = pricing?.[key];
+      if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v))
+        errors.push({ file: rel, pointer: pointer('pricing', key), reason: `${v} micro-euros is more than the largest exact amount, ${Number.MAX_SAFE_INTEGER}` });
+    }
     products.push(p);
   }
-  if (products.length === 0) errors.push({ file: 'products/', pointer: '', reason: 'no product definitions found' });
-  if (settings && !licences.has(settings.licence))
-    errors.push({ file: 'catalogue.json', pointer: '/licence', reason: `unknown licence "${settings.licence}"` });
+  if (productFiles.size === 0) errors.push({ file: 'products/', pointer: '', reason: 'no product definitions found: add one products/<product_id>.json' });
+  if (catalogueLicence !== undefined && !licences.has(catalogueLicence))
+    errors.push({ file: 'catalogue.json', pointer: '/licence', reason: `unknown licence "${catalogueLicence}" (no licences/${catalogueLicence}.json)` });
 
   if (settings) {
-    const ids = new Set(products.map((p) => p.product_id));
-    settings.agent_skill_order.forEach((id, i) => {
-      if (!productFiles.has(id)) errors.push({ file: 'catalogue.json', pointer: pointer('agent_skill_order', i), reason: `unknown product "${id}"` });
+    const order = arr(settings.agent_skill_order);
+    const listed = new Set<string>();
+    order.forEach((v, i) => {
+      const id = str(v);
+      if (id === undefined) return;
+      if (!productFiles.has(id)) errors.push({ file: 'catalogue.json', pointer: pointer('agent_skill_order', i), reason: `unknown product "${id}" (no products/${id}.json)` });
+      // listed twice: the schema's uniqueItems says so
+      listed.add(id);
     });
-    for (const id of ids)
-      if (!settings.agent_skill_order.includes(id)) errors.push({ file: 'catalogue.json', pointer: '/agent_skill_order', reason: `product "${id}" is missing` });
+    for (const id of [...productFiles].sort())
+      if (!listed.has(id)) errors.push({ file: 'catalogue.json', pointer: '/agent_skill_order', reason: `product "${id}" is missing: add "${id}" where agents should list it` });
   }
-  if (errors.length || !settings) throw new CatalogErrors(errors);
-  products.sort((a, b) => a.product_id.localeCompare(b.product_id));
-  return { root, settings, licences, sources, products, inputs_sha256: await treeSha256(root) };
+  for (const [id, rel] of licenceFile)
+    if (!usedLicences.has(id))
+      errors.push({ file: rel, pointer: '/id', severity: 'warning', reason: `licence "${id}" is not used by catalogue.json or any source's ruling: remove the file, or name it in a ruling` });
+
+  for (const e of errors) {
+    const at = spansOf.get(e.file) && spanAt(spansOf.get(e.file)!, e.pointer);
+    if (at && e.line === undefined) Object.assign(e, { line: at.line, col: at.col });
+  }
+  const order = (f: string) => (f === 'catalogue.json' ? 0 : f.startsWith('licences/') ? 1 : f.startsWith('sources/') ? 2 : 3);
+  errors.sort((a, b) => order(a.file) - order(b.file) || a.file.localeCompare(b.file) || (a.line ?? 0) - (b.line ?? 0) || (a.col ?? 0) - (b.col ?? 0));
+
+  const allValid = valid.size === spansOf.size;
+  if (errors.some(isError) || !allValid || !settings) return { findings: errors, cat: null };
+  const cat: CatalogSrc = {
+    root,
+    settings: settings as unknown as CatalogueSettings,
+    licences: licences as unknown as Map<string, Licence>,
+    sources: sources as unknown as Map<string, Source>,
+    products: (products as unknown as ProductSrc[]).sort((a, b) => a.product_id.localeCompare(b.product_id)),
+    inputs_sha256: await treeSha256(root),
+  };
+  return { findings: errors, cat };
 }
 
+/**
+ * Loads catalog-src/ for a build. Throws CatalogErrors (every finding, in `check`'s text format)
+ * when there is any error; warnings go to `onWarning`.
+ */
+export async function loadCatalogSrc(root: string, opts: { folder?: string; onWarning?: (text: string) => void } = {}): Promise<CatalogSrc> {
+  const { findings, cat } = await checkCatalogSrc(root);
+  if (!cat) throw new CatalogErrors(findings, opts.folder ?? root, root);
+  for (const w of findings) opts.onWarning?.(formatFinding(w, root));
+  return cat;
+}

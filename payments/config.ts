@@ -114,7 +114,7 @@ async function receiptKeys(env: NodeJS.ProcessEnv, production: boolean, dir: str
   };
   if (env.LDS_RECEIPT_KEYS) return parse('LDS_RECEIPT_KEYS', env.LDS_RECEIPT_KEYS);
   if (env.LDS_RECEIPT_KEYS_FILE) return parse('LDS_RECEIPT_KEYS_FILE', await readFile(env.LDS_RECEIPT_KEYS_FILE, 'utf8'));
-  if (production) throw new ConfigError('NODE_ENV=production requires LDS_RECEIPT_KEYS or LDS_RECEIPT_KEYS_FILE (a JSON array of Ed25519 JWKs; `lds receipt keygen` makes one)');
+  if (production) throw new ConfigError('NODE_ENV=production requires LDS_RECEIPT_KEYS or LDS_RECEIPT_KEYS_FILE (a JSON array of Ed25519 JWKs; `npx lds receipt keygen` makes one)');
   const path = join(dir, 'receipt-keys.json');
   try {
     return parse(path, await readFile(path, 'utf8'));

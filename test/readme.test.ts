@@ -1,6 +1,6 @@
 // Issue 14, item 11: README.md matches the code. Every file or folder it names is in the
 // repository (nothing outside the clone), every published path it lists is emitted by the build,
-// every command and flag exists (`cli.ts <command> --help`, package.json scripts), every setting it
+// every command and flag exists (`npx lds <command> --help`, package.json scripts), every setting it
 // names is read somewhere, and the agent endpoints are where the service mounts them.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -65,18 +65,21 @@ test('every path in "What the build publishes" is one the build emits', async ()
 test('every command and flag it names exists; every npm script it names is in package.json', () => {
   const scripts = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).scripts as Record<string, string>;
   for (const m of readme.matchAll(/npm (start|test|run ([\w:-]+))/g)) assert.ok(scripts[m[2] ?? m[1]!], `npm script ${m[0]}`);
-  const commands = code.filter((t) => t.startsWith('cli.ts ') && !t.includes('<command>'));
+  // The command as the README writes it, `npx lds <command> …` (package.json bin); never the old forms.
+  assert.equal(code.filter((t) => /^(npx tsx )?cli\.ts [a-z]/.test(t) || /^lds [a-z]/.test(t)), [], 'every command is written `npx lds …`');
+  const commands = code.filter((t) => t.startsWith('npx lds ') && !t.includes('<command>'));
   assert.ok(commands.length >= 4, 'read the command table');
   const help = new Map<string, string>();
   for (const c of commands) {
-    const words = c.slice('cli.ts '.length).split(/\s+(?=\[|--)/)[0]!.split(' ');
+    // the command words: up to the first option, placeholder or argument
+    const words = c.slice('npx lds '.length).split(/\s+(?=\[|--|<|\(|[^a-z-])/)[0]!.split(' ').filter((w) => w && !w.startsWith('-'));
     const key = words.join(' ');
     if (!help.has(key)) {
       const r = cli([...words, '--help']);
-      assert.is(r.code, 0, `cli.ts ${key} --help: ${r.stderr}`);
+      assert.is(r.code, 0, `lds ${key} --help: ${r.stderr}`);
       help.set(key, r.stdout);
     }
-    for (const flag of c.match(/--[a-z][a-z-]*/g) ?? []) assert.ok(help.get(key)!.includes(flag), `cli.ts ${key} has ${flag}`);
+    for (const flag of c.match(/--[a-z][a-z-]*/g) ?? []) assert.ok(help.get(key)!.includes(flag), `lds ${key} has ${flag}`);
   }
 });
 
