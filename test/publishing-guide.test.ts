@@ -46,7 +46,7 @@ function sh(script: string, cwd: string): Promise<{ code: number | null; out: st
 
 test('the guide has tested blocks for every task it teaches', () => {
   const all = blocks.join('\n');
-  for (const needle of ['npm run build', 'catalog-src/licences/cc0-1.0.json', 'sha256sum', 'catalog-src/sources/eu.member_states.json', 'catalog-src/products/svc-membership-eu.json', 'agent_skill_order', 'draw_unit_price_micro_eur', 's.held', 'npx lds check', 'npx lds diff'])
+  for (const needle of ['npm run build', 'catalog-src/licences/cc0-1.0.json', 'npx lds licence hash', 'catalog-src/sources/eu.member_states.json', 'catalog-src/products/svc-membership-eu.json', 'agent_skill_order', 'draw_unit_price_micro_eur', 's.held', 'npx lds check', 'npx lds diff'])
     assert.ok(all.includes(needle), `a tested block does ${needle}`);
   assert.match(readFileSync(join(REPO, 'README.md'), 'utf8'), '(docs/publishing.md)', 'the README links the guide');
 });
