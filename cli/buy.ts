@@ -80,8 +80,8 @@ interface CommonOptions {
   json?: boolean;
 }
 
-async function clientFor(o: CommonOptions & { journal?: string }, io: BuyerIo, extra: Partial<import('../client/client.ts').ClientOptions> = {}) {
-  const src = await readToken(io.env, o.tokenFile);
+async function clientFor(o: CommonOptions & { journal?: string }, io: BuyerIo, extra: Partial<import('../client/client.ts').ClientOptions> = {}, known?: TokenSource) {
+  const src = known ?? (await readToken(io.env, o.tokenFile));
   const client = await LdsClient.create({
     baseUrl: o.baseUrl,
     ...(src.token ? { token: src.token } : {}),
@@ -124,7 +124,7 @@ export async function runBuy(o: BuyOptions, io: BuyerIo): Promise<void> {
       await saveToken(src.file!, token, false);
       io.stderr(`new balance: its token is in ${src.file} (mode 0600); keep it secret`);
     },
-  });
+  }, src);
   try {
     io.stderr(`quoting ${o.product}…`);
     const quote = await client.quote({ product_id: o.product, ...(o.query !== undefined ? { query: o.query } : { units: o.unit }), ...(limit !== undefined ? { limit } : {}) });

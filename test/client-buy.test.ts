@@ -227,7 +227,7 @@ test('429 (Retry-After, RateLimit) and 503 are retried as documented and the cal
   }
 });
 
-test('approve(quote) above a threshold: declined is a refusal naming the limit, and nothing is sent', async () => {
+test('approve(quote) above a threshold: declined is a refusal naming the limit, and nothing is sent; discovery reads the machine index', async () => {
   const token = await topUp(srv.base, '5.00');
   const proxy = await startFaultProxy(srv.url);
   try {
@@ -240,9 +240,57 @@ test('approve(quote) above a threshold: declined is a refusal naming the limit, 
     assert.is(err.asked, asked[0]);
     assert.is(proxy.seen.filter((r) => r.body.includes('"quote_id"')).length, 0, 'no paid draw sent');
     assert.is(draws(await statement(token)).length, 0);
+
+    // Discovery: the addresses the machine index publishes, as published.
+    const found = await client.discover();
+    const index = (await (await fetch(`${srv.url}/.well-known/svc-catalog.json`)).json()) as { linkset: Record<string, { href: string; type?: string }[]>[] };
+    const api = index.linkset[1]!;
+    assert.is(found.openapi, api['service-desc']![0]!.href);
+    assert.is(found.docs, api['service-doc']![0]!.href);
+    assert.is(found.jwks, api['service-meta']!.find((t) => t.type === 'application/jwk-set+json')!.href);
+    assert.match(found.catalogue!, /\/v1\/lds\/_catalog$/);
+    assert.equal([found.mcp, found.a2a].map((u) => new URL(u!).pathname), ['/mcp', '/v1/a2a']);
   } finally {
     await proxy.close();
   }
+});
+
+test('lds balance, statement (all pages, CSV) and rotate: the token from a 0600 file or LDS_BALANCE_TOKEN, never printed; rotation rewrites the file', async () => {
+  const token = await topUp(srv.base, '5.00');
+  const client = await LdsClient.create({ baseUrl: srv.base, token });
+  for (const r of [refs[15]!, refs[16]!]) await client.draw({ product_id: product, units: [r] });
+  const d = await dir();
+  const file = join(d, 'token');
+  await writeFile(file, `${token}\n`, { mode: 0o644 });
+  const open = await cliAsync(['balance', '--base-url', srv.base, '--token-file', file], { env: { LDS_BALANCE_TOKEN: '' } });
+  assert.is(open.code, 1);
+  assert.match(open.stderr, /can be read by others \(mode 644\): run chmod 600/);
+  await writeFile(file, `${token}\n`, { mode: 0o600 });
+  await (await import('node:fs/promises')).chmod(file, 0o600);
+  const expected = await statement(token);
+
+  const bal = await cliAsync(['balance', '--base-url', srv.base, '--token-file', file, '--json'], { env: { LDS_BALANCE_TOKEN: '' } });
+  assert.is(bal.code, 0, bal.stderr);
+  assert.equal(JSON.parse(bal.stdout), { balance: expected.balance, currency: 'EUR' });
+  // One line a page: three pages, all read; the CSV has one header.
+  const st = await cliAsync(['statement', '--base-url', srv.base, '--limit', '1', '--json'], { env: { LDS_BALANCE_TOKEN: token } });
+  assert.is(st.code, 0, st.stderr);
+  assert.equal(JSON.parse(st.stdout).map((l: { id: string }) => l.id), expected.lines.map((l) => l.id));
+  const csv = await cliAsync(['statement', '--base-url', srv.base, '--limit', '1', '--csv', '--token-file', file], { env: { LDS_BALANCE_TOKEN: '' } });
+  assert.is(csv.code, 0, csv.stderr);
+  const rows = csv.stdout.trim().split('\n');
+  assert.match(rows[0]!, /^at,kind,id,amount,currency,balance_after/);
+  assert.equal(rows.slice(1).map((r) => r.split(',')[2]), expected.lines.map((l) => l.id));
+
+  const rot = await cliAsync(['rotate', '--base-url', srv.base, '--token-file', file], { env: { LDS_BALANCE_TOKEN: '' } });
+  assert.is(rot.code, 0, rot.stderr);
+  const fresh = (await readFile(file, 'utf8')).trim();
+  assert.match(fresh, TOKEN_RE);
+  assert.is.not(fresh, token);
+  assert.is((await stat(file)).mode & 0o777, 0o600);
+  for (const r of [open, bal, st, csv, rot]) assert.not.ok((r.stdout + r.stderr).includes(token) || (r.stdout + r.stderr).includes(fresh), 'no token printed');
+  assert.is((await fetch(`${srv.base}/lds/balance`, { headers: bearer(token) })).status, 401, 'the old token is refused');
+  assert.is((await statement(fresh)).balance, expected.balance, 'the new one reads the same balance');
 });
 
 test('the README example of "Buying from code" runs as printed: opens a balance, buys, journals; and lds-catalogue/client is the package export', async () => {
