@@ -55,16 +55,18 @@ export class Journal {
     return full;
   }
 
-  /** Cents of paid draws (`pay` lines not later marked as certainly not charged) since `since` (ms). */
+  /**
+   * Cents of paid draws since `since` (ms): each quote's latest `pay` line, unless a later failure
+   * says the service certainly did not charge it (a quote refused, then paid after a top-up, counts).
+   */
   spentSince(since: number): number {
-    const unpaid = new Set(this.entries.filter((e) => e.kind === 'failure' && e.action === 'draw' && e.charged === false).map((e) => e.quote_id));
-    const seen = new Set<unknown>();
-    let cents = 0;
+    const open = new Map<unknown, JournalEntry>();
     for (const e of this.entries) {
-      if (e.kind !== 'pay' || Date.parse(e.at) < since || unpaid.has(e.quote_id) || seen.has(e.quote_id)) continue;
-      seen.add(e.quote_id);
-      cents += parseAmountCents(e.amount) ?? 0;
+      if (e.kind === 'pay') open.set(e.quote_id, e);
+      else if (e.kind === 'failure' && e.action === 'draw' && e.charged === false) open.delete(e.quote_id);
     }
+    let cents = 0;
+    for (const e of open.values()) if (Date.parse(e.at) >= since) cents += parseAmountCents(e.amount) ?? 0;
     return cents;
   }
 

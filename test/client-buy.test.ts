@@ -14,19 +14,21 @@ import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.ts';
 import { LdsClient, PolicyRefusal, ReceiptError, ServiceProblem, verifyJournal, type PaidDraw } from '../client/index.ts';
 import { generateReceiptKey, ReceiptSigner } from '../payments/receipts.ts';
 import { formatCents } from '../contract/money.ts';
+import { hashToken } from '../payments/tokens.ts';
 
 let srv: TestServer;
 let root: string;
 let product: string;
 let refs: string[];
 const TOKEN_RE = /lds_bal_[A-Za-z0-9_-]{43}/;
+const OPERATOR = 'operator-token-of-the-client-test-0123456789';
 
 test.before(async () => {
   const fx = await buildFixture();
   root = fx.root;
   const byProduct = await refsByProduct(fx.store); // before the server opens the store
   [product, refs] = [...byProduct.entries()].sort((a, b) => b[1].length - a[1].length)[0]!;
-  srv = await startTestServer(fx);
+  srv = await startTestServer(fx, { env: { LDS_OPERATOR_TOKEN: OPERATOR } });
 });
 test.after(async () => {
   await srv?.close();
@@ -129,6 +131,32 @@ test('a draw above --max, and one the day budget cannot cover: refused locally n
   assert.is(draws(s).length, 1, 'only the first draw was debited');
   assert.is(s.lines.filter((l) => l.kind === 'topup').length, 1, 'no top-up');
   assert.is(s.balance, formatCents(500 - cents(pa)));
+});
+
+test('an empty balance: the draw answers insufficient-balance; a top-up above maxPerTopup is refused, within it the client tops up and pays the same quote', async () => {
+  const token = await topUp(srv.base, '5.00');
+  // The operator takes the balance to zero (admin API), so the paid draw finds it short.
+  const drained = await postJson(`${srv.base}/lds/admin/adjustments`, { balance_id: hashToken(token), direction: 'debit', amount: '5.00', reason: 'client test: empty the balance' }, { ...bearer(OPERATOR), 'idempotency-key': `drain-${Date.now()}` });
+  assert.is(drained.status, 201, await drained.text());
+
+  const tight = await LdsClient.create({ baseUrl: srv.base, token, spt: 'spt_test_client', autoTopup: { amount: '5.00' }, policy: { maxPerTopup: '4.99' } });
+  const refused = await tight.draw({ product_id: product, units: [refs[17]!] }).catch((e) => e);
+  assert.instance(refused, PolicyRefusal);
+  assert.equal([refused.limit, refused.limitAmount, refused.asked], ['max_per_topup', '4.99', '5.00']);
+  assert.equal((await statement(token)).lines.map((l) => l.kind).sort(), ['debit', 'topup'], 'no top-up, no draw');
+
+  const asked: string[] = [];
+  const client = await LdsClient.create({ baseUrl: srv.base, token, spt: 'spt_test_client', autoTopup: { amount: '5.00' }, policy: { maxPerTopup: '5.00', maxPerDay: '1.00', approve: (q) => (asked.push(q.quote_id), true) } });
+  const paid = await client.draw({ product_id: product, units: [refs[17]!] });
+  assert.equal(asked, [paid.receipt.quote_id], 'approve() asked once for the quote paid');
+  assert.equal(client.journal.entries.map((e) => e.kind), ['pay', 'failure', 'jwks', 'topup', 'pay', 'draw']);
+  assert.equal(client.journal.entries.filter((e) => e.kind === 'pay').map((e) => e.quote_id), [paid.receipt.quote_id, paid.receipt.quote_id], 'the same quote, before and after the top-up');
+  assert.is(client.journal.entries.find((e) => e.kind === 'failure')!.type, 'insufficient-balance');
+  assert.is(client.journal.spentSince(Date.now() - 86_400_000), cents(paid.receipt.amount), 'the day budget counts the draw once');
+  const s = await statement(token);
+  assert.is(s.lines.filter((l) => l.kind === 'topup').length, 2);
+  assert.equal(draws(s).map((l) => l.id), [paid.receipt.draw_id]);
+  assert.is(s.balance, formatCents(500 - cents(paid.receipt.amount)));
 });
 
 test('the answer to a paid draw is lost after the service committed it: the client resends the same quote and returns the same draw; one debit', async () => {

@@ -102,7 +102,12 @@ test('journal: created 0600, one line per entry; the day budget survives reopeni
   await again.close();
   const lines = (await readFile(path, 'utf8')).split('\n');
   assert.is(JSON.parse(lines.at(-2)!).quote_id, 'd', 'the new entry is on a line of its own');
-  assert.is((await Journal.open(path)).spentSince(Date.now() - DAY_MS), 35);
+  const last = await Journal.open(path);
+  assert.is(last.spentSince(Date.now() - DAY_MS), 35);
+  // c refused (not charged), then paid after a top-up: it counts again.
+  await last.append({ kind: 'pay', quote_id: 'c', amount: '0.20' });
+  assert.is(last.spentSince(Date.now() - DAY_MS), 55);
+  await last.close();
 });
 
 test.run();
