@@ -1,5 +1,6 @@
 #!/usr/bin/env -S npx tsx
-// The one command-line entry (`npx lds …`): check, build, serve, topup, ledger, receipt, admin, licence. Each has --help.
+// The one command-line entry (`npx lds …`): check, build, diff, publish, serve, topup, the buyer's
+// commands (buy, balance, statement, rotate, receipts verify), ledger, receipt, admin, licence. Each has --help.
 import { Command, Option } from 'commander';
 import { relative, resolve } from 'node:path';
 import { dataPaths } from './payments/config.ts';
@@ -214,6 +215,70 @@ program
   .action(async (o: { amount: string; token?: string; spt: string; baseUrl: string; json?: boolean }) => {
     const { runTopup } = await import('./cli/topup.ts');
     await runTopup(o, { env: process.env, stdin: process.stdin, stdout: (l) => console.log(l), stderr: (l) => process.stderr.write(l) });
+  });
+
+// ---- the buyer's commands (cli/buy.ts over the client library, client/) ----
+const buyerIo = () => ({ env: process.env, stdout: (l: string) => console.log(l), stderr: (l: string) => process.stderr.write(`${l}\n`) });
+const TOKEN_HELP = `the balance token comes from ${TOKEN_ENV} or --token-file, never from the command line`;
+const buyerOptions = (c: Command) =>
+  c
+    .option('--base-url <url>', 'the service\'s API base', DEFAULT_BASE_URL)
+    .option('--token-file <file>', `file holding the balance token (mode 0600); ${TOKEN_ENV} takes precedence`)
+    .option('--json', 'print the result as JSON on standard output');
+
+buyerOptions(
+  program
+    .command('buy')
+    .description(`quote a draw, check it against the spending policy, pay it from the balance (topping up first with --auto-topup), verify the receipt against the service's JWKS and record it in the receipts journal; ${TOKEN_HELP}`)
+    .requiredOption('--product <product_id>', 'the product to draw from')
+    .option('--query <text>', 'full-text query (with --limit)')
+    .option('--unit <ref...>', 'unit references to draw (instead of --query)')
+    .option('--limit <n>', 'most units a query draws')
+    .requiredOption('--max <eur>', 'refuse, before paying, a draw that costs more than this, e.g. 0.50')
+    .option('--max-per-day <eur>', 'refuse a draw that would take the paid draws of the last 24 hours (counted in the journal) above this')
+    .option('--auto-topup <eur>', 'when the balance does not cover the draw, top up this much (and never more in one top-up) through MPP, then pay; without a token it opens a balance whose token is written to --token-file')
+    .option('--spt <token>', 'Stripe Shared Payment Token for --auto-topup (sandbox: any spt_…)', DEFAULT_SPT)
+    .option('--journal <file>', 'the receipts journal (NDJSON, appended, mode 0600); default $XDG_STATE_HOME/lds/receipts.ndjson')
+    .option('--out <file>', 'write the units, attribution and receipt (the paid answer) to this JSON file'),
+)
+  .addHelpText('after', `\nExamples:\n  ${TOKEN_ENV}=lds_bal_… npx lds buy --product svc-language-eu --query court --limit 5 --max 0.50\n  npx lds buy --product svc-language-eu --unit REF1 REF2 --max 0.20 --auto-topup 5.00 --token-file ~/.lds-token --out units.json\n\nA refusal by the spending policy names the limit and the amount asked, pays nothing and exits 1.`)
+  .action(async (o) => {
+    const { runBuy } = await import('./cli/buy.ts');
+    await runBuy(o, buyerIo());
+  });
+buyerOptions(program.command('balance').description(`print the balance; ${TOKEN_HELP}`)).action(async (o) => {
+  const { runBalance } = await import('./cli/buy.ts');
+  await runBalance(o, buyerIo());
+});
+buyerOptions(
+  program
+    .command('statement')
+    .description(`print the whole statement, newest first (every page); ${TOKEN_HELP}`)
+    .option('--csv', 'as CSV (the service\'s columns, one header line)')
+    .option('--limit <n>', 'lines fetched per page (1 to 1000)', '100'),
+).action(async (o) => {
+  const { runStatement } = await import('./cli/buy.ts');
+  await runStatement(o, buyerIo());
+});
+buyerOptions(
+  program
+    .command('rotate')
+    .description(`replace the balance token with a new one (the old one stops working at once): written over --token-file, or printed once when the token came from ${TOKEN_ENV}`),
+).action(async (o) => {
+  const { runRotate } = await import('./cli/buy.ts');
+  await runRotate(o, buyerIo());
+});
+program
+  .command('receipts')
+  .description('the receipts journal of `lds buy` and the client library')
+  .command('verify')
+  .description('re-verify every receipt of a receipts journal offline, against the JWKS the journal recorded (or --jwks); exits 1 when one does not verify')
+  .argument('<journal>', 'the NDJSON journal')
+  .option('--jwks <url-or-file>', 'check against this JWKS instead of the keys recorded in the journal')
+  .option('--json', 'print the report as JSON')
+  .action(async (file: string, o: { jwks?: string; json?: boolean }) => {
+    const { runReceiptsVerify } = await import('./cli/buy.ts');
+    await runReceiptsVerify(file, o, buyerIo());
   });
 
 const ledger = program

@@ -1,5 +1,5 @@
 // `lds topup`: fund a prepaid balance from the command line, as a buyer does, with the official mppx
-// client (payments/topup/client.ts): the first request gets the 402 MPP challenge, the client answers
+// client (client/mpp.ts): the first request gets the 402 MPP challenge, the client answers
 // it with a credential carrying the Shared Payment Token, the service answers 200. Works against any
 // deployment (--base-url). Secrets stay out of the way: the balance token to credit comes from
 // LDS_BALANCE_TOKEN or standard input (`--token -`) when it should not appear in shell history or
@@ -119,7 +119,7 @@ async function paymentReference(receipt: string): Promise<string | undefined> {
 export async function runTopup(o: TopupCliOptions, io: TopupIo): Promise<void> {
   const url = topupUrl(o.baseUrl);
   const credit = await balanceToCredit(o.token, io);
-  const { payTopup } = await import('../payments/topup/client.ts');
+  const { payTopup } = await import('../client/mpp.ts');
   let res: Response;
   try {
     res = await payTopup(url, o.amount, { spt: o.spt, ...(credit ? { balanceToken: credit.token } : {}) });

@@ -2,6 +2,9 @@
 // micro-euros (1e-6 EUR) so sub-cent rates stay exact. No floating point touches money.
 // Both halves use these: the generator prices the catalogue, the service prices draws.
 
+/** The one currency of balances, quotes and top-ups. */
+export const CURRENCY = 'EUR';
+
 export const MICROS_PER_CENT = 10_000n;
 
 /** Bulk annual price in cents: units × rate, rounded half up to the cent. */

@@ -14,6 +14,7 @@ import { type DocSection, fence, groupDigits, mdTable, shq } from './markdown.ts
 import { CREDENTIAL_DOC_SECTIONS, TOPUP_REPLAY_RULE, exampleTopupBody, llmsTopupStep } from './topup-docs.ts';
 import { DRAW_EXAMPLE_LIMIT, exampleClaim, mainExampleProduct } from './examples.ts';
 import { PREVIEW_DOC_SECTIONS, SOURCE_DOC_SECTIONS } from './source-docs.ts';
+import { CLIENT_DOC_SECTIONS, llmsClientLine } from './client-docs.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Small Markdown helpers
@@ -282,7 +283,7 @@ export function aboutSection(ctx: EmitContext): string {
  * DocSection here (import it from its own module). They appear after "Read your balance" and
  * before "Errors", in this order.
  */
-export const BUYING_CHANNEL_SECTIONS: DocSection[] = [...AGENT_DOC_SECTIONS];
+export const BUYING_CHANNEL_SECTIONS: DocSection[] = [...CLIENT_DOC_SECTIONS, ...AGENT_DOC_SECTIONS];
 
 export const SECTIONS_BEFORE_CHANNELS: DocSection[] = [
   { title: 'Addresses', render: addressesSection },
@@ -337,6 +338,7 @@ export function renderLlmsTxt(ctx: EmitContext): string {
     llmsTopupStep(ctx),
     `3. Pay: repeat the draw with "quote_id" and Authorization: Bearer <balance_token>. Answer: 200 with the units, attribution and a receipt. A quote is paid exactly once.`,
     `4. Balance: GET ${u.balance} with Authorization: Bearer <balance_token>.`,
+    llmsClientLine(),
     'Errors are application/problem+json (RFC 9457); branch on "type".',
     '',
     '## Docs',

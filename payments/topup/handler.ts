@@ -23,7 +23,7 @@ import type { Context, Middleware } from 'koa';
 import { randomBytes } from 'node:crypto';
 import { Challenge, Credential, PaymentRequest, Receipt } from 'mppx';
 import { Mppx, stripe } from 'mppx/server';
-import { formatCents, parseAmountCents } from '../../contract/money.ts';
+import { CURRENCY, formatCents, parseAmountCents } from '../../contract/money.ts';
 import { LedgerUnavailableError, type Ledger, type LoggerLike } from '../ledger/ledger.ts';
 import { Problem, PROBLEM_CONTENT_TYPE } from '../problem.ts';
 import { observeCharges, redactTokens, type ChargeObservation } from '../processors/observe.ts';
@@ -33,7 +33,7 @@ import type { ReceiptSignature, ReceiptSigner } from '../receipts.ts';
 import { balanceTokenForChallenge, bearerToken, hashesEqual, hashToken, sha256Hex, tokenHint } from '../tokens.ts';
 
 export const TOPUP_PATH = '/v1/lds/balance/topup';
-export const TOPUP_CURRENCY = 'EUR';
+export const TOPUP_CURRENCY = CURRENCY;
 export const TOPUP_MINIMUM_CENTS = 500;
 export const TOPUP_MAXIMUM_CENTS = 1_000_000; // 10,000.00 EUR: a sanity bound, not a business rule
 

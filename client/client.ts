@@ -1,0 +1,394 @@
+// The buyer's client: discovery, quote, draw (quote -> policy -> pay -> verify -> journal), top-up
+// through MPP (the mppx client, client/mpp.ts), balance, statement, token rotation. Only fetch,
+// node:crypto and the mppx client: no server code (contract/ holds what both sides share).
+//
+// Where it talks: every API call goes to the base URL it was given, and receipts are verified
+// against the JWKS of that same origin (/.well-known/jwks.json), whatever addresses the published
+// documents name: the keys a receipt is checked with come from the service that was paid, never from
+// a link a document could point elsewhere. discover() reports the published addresses as they are.
+import { formatCents, parseAmountCents } from '../contract/money.ts';
+import { verifyReceipt, type Jwks } from '../contract/receipts.ts';
+import { NetworkError, PolicyRefusal, ReceiptError, ServiceProblem, LdsError } from './errors.ts';
+import { Journal } from './journal.ts';
+import { DAY_MS, checkDraw, checkTopup, parsePolicy, type CentsPolicy, type SpendingPolicy } from './policy.ts';
+import { networkReason, sendWithRetry, type RetryEnv, type RetryOptions } from './retry.ts';
+import type { DrawReceipt, DrawRequestBody, PaidDraw, Quote, StatementLine, TopupResult, Discovery } from './types.ts';
+
+const TOPUP_MINIMUM_CENTS = 500;
+
+export interface AutoTopup {
+  /** what one automatic top-up adds (at least what the draw lacks, and never above policy.maxPerTopup) */
+  amount: string;
+}
+
+export interface ClientOptions {
+  /** the API base, e.g. https://example.org/v1 */
+  baseUrl: string;
+  /** the balance token (lds_bal_…); without one, a top-up opens a new balance */
+  token?: string;
+  policy?: SpendingPolicy<Quote>;
+  /** opt-in: top up this much when a paid draw answers insufficient-balance, then pay the same quote */
+  autoTopup?: AutoTopup;
+  /** the Shared Payment Token of top-ups (a string, or a function minting one per challenge) */
+  spt?: string | ((p: { amount: string; currency: string; networkId: string; expiresAt: number }) => Promise<string>);
+  /** called with the token of a balance a top-up opened, before anything else uses it: save it */
+  onNewToken?: (token: string) => void | Promise<void>;
+  /** the receipts journal: a file path (created 0600) or an open Journal; default in memory */
+  journal?: string | Journal;
+  retry?: RetryOptions;
+  /** a progress line for long operations (retries, top-ups); never holds the token */
+  onProgress?: (line: string) => void;
+  fetch?: typeof globalThis.fetch;
+  /** for tests */
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+}
+
+export class LdsClient {
+  readonly baseUrl: string;
+  readonly origin: string;
+  readonly journal: Journal;
+  private token: string | undefined;
+  private readonly policy: CentsPolicy<Quote>;
+  private readonly o: ClientOptions;
+  private readonly env: RetryEnv;
+  private jwks: Jwks = { keys: [] };
+
+  private constructor(o: ClientOptions, journal: Journal) {
+    let url: URL;
+    try {
+      url = new URL(o.baseUrl);
+    } catch {
+      throw new TypeError(`baseUrl must be the API base, e.g. https://example.org/v1; got ${JSON.stringify(o.baseUrl)}`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError('baseUrl must be an http or https URL');
+    if (url.username || url.password || url.search || url.hash) throw new TypeError('baseUrl must be a plain API base: no credentials, query or fragment');
+    this.baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+    this.origin = url.origin;
+    this.o = o;
+    this.token = o.token;
+    this.policy = parsePolicy(o.policy);
+    this.journal = journal;
+    if (o.autoTopup && parseAmountCents(o.autoTopup.amount) === null) throw new TypeError(`autoTopup.amount must be an amount in EUR, e.g. "5.00"; got ${JSON.stringify(o.autoTopup.amount)}`);
+    const progress = o.onProgress;
+    this.env = {
+      fetch: o.fetch ?? globalThis.fetch,
+      sleep: o.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms))),
+      random: Math.random,
+      onRetry: progress ? (i) => progress(`${i.why} from ${new URL(i.url).pathname}: retrying in ${(i.waitMs / 1000).toFixed(1)} s (attempt ${i.attempt + 1})`) : undefined,
+    };
+  }
+
+  /** Makes a client; opens the journal file when one is named. */
+  static async create(o: ClientOptions): Promise<LdsClient> {
+    const journal = o.journal instanceof Journal ? o.journal : o.journal ? await Journal.open(o.journal) : Journal.memory();
+    return new LdsClient(o, journal);
+  }
+
+  /** Whether the client holds a balance token (it never shows it). */
+  get hasToken(): boolean {
+    return !!this.token;
+  }
+
+  async close(): Promise<void> {
+    if (!(this.o.journal instanceof Journal)) await this.journal.close();
+  }
+
+  private now(): number {
+    return this.o.now?.() ?? Date.now();
+  }
+
+  // ---- HTTP ----
+
+  private async send(what: string, path: string, init: { method: string; body?: unknown; auth?: boolean; idempotent: boolean }): Promise<{ res: Response; json: any }> {
+    const url = path.startsWith('http') ? path : `${this.baseUrl}${path}`;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    if (init.auth && this.token) headers.authorization = `Bearer ${this.token}`;
+    let res: Response;
+    try {
+      res = await sendWithRetry({ url, idempotent: init.idempotent, init: { method: init.method, headers, ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}) } }, this.env, this.o.retry);
+    } catch (err) {
+      throw new NetworkError(`${what}: no answer from ${url} (${networkReason(err)}); is the service running and the base URL right?`);
+    }
+    const text = await res.text();
+    let json: any = undefined;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: the caller reports the status */
+    }
+    return { res, json };
+  }
+
+  private problem(what: string, res: Response, json: any): ServiceProblem {
+    const p = json && typeof json === 'object' ? (json as Record<string, unknown>) : {};
+    const type = typeof p.type === 'string' ? p.type.replace(/^.*\//, '') : '';
+    return new ServiceProblem(res.status, type, p, what);
+  }
+
+  // ---- discovery and reading ----
+
+  /** The machine index of the service's origin: catalogue, OpenAPI, JWKS, docs, MCP and A2A addresses. */
+  async discover(): Promise<Discovery> {
+    const { res, json } = await this.send('discovery', `${this.origin}/.well-known/svc-catalog.json`, { method: 'GET', idempotent: true });
+    if (res.status !== 200 || !Array.isArray(json?.linkset)) throw this.problem('discovery (/.well-known/svc-catalog.json)', res, json);
+    const contexts = json.linkset as Record<string, any>[];
+    const all = contexts.flatMap((c) => Object.entries(c).filter(([k]) => k !== 'anchor').flatMap(([rel, targets]) => (Array.isArray(targets) ? targets.map((t: any) => ({ rel, ...t })) : [])));
+    const find = (pred: (t: any) => boolean): string | undefined => all.find(pred)?.href;
+    return {
+      index: `${this.origin}/.well-known/svc-catalog.json`,
+      api: find((t) => t.rel === 'item' && /\/v\d+$/.test(t.href)) ?? this.baseUrl,
+      catalogue: find((t) => t.rel === 'service-meta' && /\/_catalog$/.test(t.href)),
+      openapi: find((t) => t.rel === 'service-desc'),
+      docs: find((t) => t.rel === 'service-doc'),
+      jwks: find((t) => t.type === 'application/jwk-set+json'),
+      agentCard: find((t) => /agent-card\.json$/.test(t.href)),
+      mcp: find((t) => t.rel === 'item' && /MCP/.test(t.title ?? '')),
+      a2a: find((t) => t.rel === 'item' && /A2A/.test(t.title ?? '')),
+    };
+  }
+
+  /** The catalogue snapshot (products, live counts, prices). */
+  async catalogue(): Promise<any> {
+    const { res, json } = await this.send('catalogue', '/lds/_catalog', { method: 'GET', idempotent: true });
+    if (res.status !== 200) throw this.problem('catalogue', res, json);
+    return json;
+  }
+
+  /** The balance (needs the token). */
+  async balance(): Promise<{ balance: string; currency: string }> {
+    this.requireToken('balance');
+    const { res, json } = await this.send('balance', '/lds/balance?limit=1', { method: 'GET', auth: true, idempotent: true });
+    if (res.status !== 200) throw this.problem('balance', res, json);
+    return { balance: json.balance, currency: json.currency };
+  }
+
+  /** The statement, newest first, page by page (`limit` lines a page, from `after`). */
+  async *statement(o: { after?: string; limit?: number } = {}): AsyncGenerator<StatementLine> {
+    this.requireToken('statement');
+    let after = o.after;
+    for (;;) {
+      const q = new URLSearchParams({ ...(o.limit ? { limit: String(o.limit) } : {}), ...(after ? { after } : {}) });
+      const { res, json } = await this.send('statement', `/lds/balance${q.size ? `?${q}` : ''}`, { method: 'GET', auth: true, idempotent: true });
+      if (res.status !== 200) throw this.problem('statement', res, json);
+      yield* json.statement as StatementLine[];
+      if (!json.next_after) return;
+      after = json.next_after;
+    }
+  }
+
+  /** One page of the statement as CSV (the service's format); `next` is the `after` of the next page. */
+  async statementCsvPage(o: { after?: string; limit?: number } = {}): Promise<{ csv: string; next?: string }> {
+    this.requireToken('statement');
+    const q = new URLSearchParams({ format: 'csv', ...(o.limit ? { limit: String(o.limit) } : {}), ...(o.after ? { after: o.after } : {}) });
+    const { res, json } = await this.sendText(`/lds/balance?${q}`);
+    if (res.status !== 200) throw this.problem('statement', res, json);
+    const next = /<[^>]*[?&]after=([^&>]+)[^>]*>;\s*rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+    return { csv: json as string, ...(next ? { next: decodeURIComponent(next) } : {}) };
+  }
+
+  private async sendText(path: string): Promise<{ res: Response; json: any }> {
+    const headers: Record<string, string> = this.token ? { authorization: `Bearer ${this.token}` } : {};
+    let res: Response;
+    try {
+      res = await sendWithRetry({ url: `${this.baseUrl}${path}`, idempotent: true, init: { method: 'GET', headers } }, this.env, this.o.retry);
+    } catch (err) {
+      throw new NetworkError(`statement: no answer from ${this.baseUrl} (${networkReason(err)})`);
+    }
+    const text = await res.text();
+    if (res.status === 200) return { res, json: text };
+    try {
+      return { res, json: JSON.parse(text) };
+    } catch {
+      return { res, json: undefined };
+    }
+  }
+
+  /**
+   * A new token for the same balance; the old one stops working at once. Not resent after a lost
+   * answer (the service would have rotated: the resend's old token is refused, and the new token
+   * would be lost), so a network failure here is reported as such: ask the operator if it happens.
+   */
+  async rotateToken(): Promise<string> {
+    this.requireToken('rotate');
+    const { res, json } = await this.send('token rotation', '/lds/balance/token', { method: 'POST', auth: true, idempotent: false });
+    if (res.status !== 200 || typeof json?.balance_token !== 'string') throw this.problem('token rotation', res, json);
+    this.token = json.balance_token;
+    return json.balance_token;
+  }
+
+  private requireToken(what: string): void {
+    if (!this.token) throw new LdsError(`${what}: no balance token; give the client one (LDS_BALANCE_TOKEN or --token-file for the command line), or top up to open a balance`);
+  }
+
+  // ---- receipts ----
+
+  /** Fetches the JWKS of the service's origin and journals it. */
+  private async refreshJwks(): Promise<void> {
+    const { res, json } = await this.send('JWKS', `${this.origin}/.well-known/jwks.json`, { method: 'GET', idempotent: true });
+    if (res.status !== 200 || !Array.isArray(json?.keys)) throw this.problem('JWKS (/.well-known/jwks.json)', res, json);
+    const byKid = new Map(this.jwks.keys.map((k) => [k.kid, k]));
+    for (const k of json.keys) byKid.set(k.kid, k);
+    this.jwks = { keys: [...byKid.values()] };
+    await this.journal.append({ kind: 'jwks', base_url: this.baseUrl, jwks: json });
+  }
+
+  /** Verifies a receipt: the key of its kid from the cache, refetched once when the kid is unknown. */
+  async verify(receipt: unknown): Promise<{ ok: true; kid: string } | { ok: false; reason: string }> {
+    const kid = (receipt as { signature?: { kid?: unknown } } | null)?.signature?.kid;
+    if (typeof kid === 'string' && !this.jwks.keys.some((k) => k.kid === kid)) await this.refreshJwks();
+    return verifyReceipt(receipt, this.jwks);
+  }
+
+  // ---- paying ----
+
+  /** A quote for a draw (402 from the service); nothing is paid. */
+  async quote(req: DrawRequestBody): Promise<Quote> {
+    const body = { product_id: req.product_id, ...(req.units ? { units: req.units } : {}), ...(req.query !== undefined ? { query: req.query } : {}), ...(req.limit !== undefined ? { limit: req.limit } : {}) };
+    const { res, json } = await this.send('quote', '/lds/draw', { method: 'POST', body, auth: true, idempotent: true });
+    if (res.status !== 402 || typeof json?.quote_id !== 'string') throw this.problem('quote', res, json);
+    return json as Quote;
+  }
+
+  /** Quote, check the policy, pay (topping up when allowed), verify the receipt, journal it. */
+  async draw(req: DrawRequestBody): Promise<PaidDraw> {
+    return this.pay(await this.quote(req));
+  }
+
+  /** Pays a quote (see draw). Throws PolicyRefusal before sending anything when the policy says no. */
+  async pay(quote: Quote): Promise<PaidDraw> {
+    let q = quote;
+    let toppedUp = false;
+    let checked = ''; // the quote the policy allowed (approve() is asked once per quote)
+    for (let round = 0; ; round++) {
+      const amount = parseAmountCents(q.amount);
+      if (amount === null) throw new LdsError(`the quote's amount ${JSON.stringify(q.amount)} is not an amount`);
+      if (checked !== q.quote_id) await this.refuseIf('draw', () => checkDraw(this.policy, q, amount, this.journal.spentSince(this.now() - DAY_MS)));
+      checked = q.quote_id;
+      if (!this.token) {
+        if (!this.o.autoTopup) throw new LdsError('paying needs a balance token: give the client one, or allow an automatic top-up (autoTopup) to open a balance');
+        await this.autoTopup(q, amount, 0);
+        toppedUp = true;
+      }
+      const sent = q.quote_id;
+      await this.journal.append({ kind: 'pay', base_url: this.baseUrl, quote_id: sent, product_id: q.product_id, amount: q.amount, unit_count: q.unit_count });
+      this.o.onProgress?.(`paying ${q.amount} ${q.currency} for ${q.unit_count} unit${q.unit_count === 1 ? '' : 's'} of ${q.product_id}`);
+      const payBody = (q as Quote & { pay_with?: Record<string, unknown> }).pay_with ?? { product_id: q.product_id, currency: q.currency, quote_id: sent, ...(q.units ? { units: q.units } : {}), ...(q.query !== undefined ? { query: q.query, limit: q.limit } : {}) };
+      let answer: { res: Response; json: any };
+      try {
+        answer = await this.send('paid draw', '/lds/draw', { method: 'POST', body: payBody, auth: true, idempotent: true });
+      } catch (err) {
+        await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'draw', quote_id: sent, charged: true, reason: (err as Error).message });
+        throw err;
+      }
+      const { res, json } = answer;
+      if (res.status === 200) return this.accept(q, json);
+      const err = this.problem('paid draw', res, json);
+      // Nothing was charged for this quote on any of these answers.
+      await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'draw', quote_id: sent, charged: false, status: res.status, type: err.type, reason: err.message });
+      if (round >= 2) throw err;
+      if (err.type === 'quote-expired' && json?.quote?.quote_id) {
+        q = json.quote as Quote; // a fresh quote for the same request: the policy checks it again
+        continue;
+      }
+      if (err.type === 'insufficient-balance' && this.o.autoTopup && !toppedUp) {
+        const balance = parseAmountCents(json?.balance) ?? 0;
+        await this.autoTopup(q, amount, balance);
+        toppedUp = true;
+        continue;
+      }
+      throw err;
+    }
+  }
+
+  private async autoTopup(q: Quote, amount: number, balance: number): Promise<void> {
+    const wanted = parseAmountCents(this.o.autoTopup!.amount)!;
+    const topup = Math.max(wanted, TOPUP_MINIMUM_CENTS, amount - balance);
+    this.o.onProgress?.(`the balance (${formatCents(balance)} EUR) does not cover ${q.amount} EUR: topping up ${formatCents(topup)} EUR`);
+    await this.topup(formatCents(topup));
+  }
+
+  /** Runs a policy check; a refusal is journaled, then thrown. */
+  private async refuseIf(_what: string, check: () => void | Promise<void>): Promise<void> {
+    try {
+      await check();
+    } catch (err) {
+      if (err instanceof PolicyRefusal)
+        await this.journal.append({ kind: 'refused', base_url: this.baseUrl, action: err.action, limit: err.limit, limit_amount: err.limitAmount, asked: err.asked, ...(err.quoteId ? { quote_id: err.quoteId } : {}) });
+      throw err;
+    }
+  }
+
+  /** Checks a paid draw's receipt (signature, quote, amount); journals it either way. */
+  private async accept(q: Quote, paid: PaidDraw): Promise<PaidDraw> {
+    const receipt = paid?.receipt as DrawReceipt | undefined;
+    const v = await this.verify(receipt);
+    let reason = v.ok ? '' : v.reason;
+    if (!reason && (receipt!.quote_id !== q.quote_id || receipt!.amount !== q.amount || receipt!.product_id !== q.product_id))
+      reason = `it is for quote ${receipt!.quote_id} of ${receipt!.amount} EUR, not the quote paid (${q.quote_id}, ${q.amount} EUR)`;
+    if (!reason && (!Array.isArray(paid.units) || paid.units.length !== receipt!.unit_count)) reason = `it says ${receipt!.unit_count} units, the answer holds ${Array.isArray(paid.units) ? paid.units.length : 'none'}`;
+    if (reason) {
+      await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'draw', quote_id: q.quote_id, charged: true, reason: `receipt: ${reason}`, receipt: receipt ?? null });
+      throw new ReceiptError(reason, receipt, true, `paid draw of quote ${q.quote_id}`);
+    }
+    await this.journal.append({ kind: 'draw', base_url: this.baseUrl, quote_id: q.quote_id, draw_id: receipt!.draw_id, product_id: q.product_id, amount: receipt!.amount, unit_count: receipt!.unit_count, kid: (v as { kid: string }).kid, receipt });
+    return paid;
+  }
+
+  /**
+   * Tops the balance up through MPP with the mppx client (402 challenge, credential with the
+   * Shared Payment Token, 200), checked against policy.maxPerTopup first. Without a token it opens
+   * a new balance: onNewToken gets the token before the client uses it.
+   */
+  async topup(amount: string): Promise<TopupResult> {
+    const cents = parseAmountCents(amount);
+    if (cents === null) throw new TypeError(`topup amount must be in EUR with at most two decimals, e.g. "5.00"; got ${JSON.stringify(amount)}`);
+    await this.refuseIf('topup', () => checkTopup(this.policy, cents));
+    if (!this.o.spt) throw new LdsError('top-up: no Shared Payment Token (spt) given to the client');
+    const { payTopup } = await import('./mpp.ts');
+    // The mppx client's requests go through the same retries: resending a credential is safe (the
+    // service answers a credited challenge again, without crediting twice).
+    const env = this.env;
+    const retry = this.o.retry;
+    const retryingFetch: typeof globalThis.fetch = (input, init) =>
+      sendWithRetry({ url: typeof input === 'string' ? input : input instanceof URL ? input.href : input.url, init: (init ?? {}) as RequestInit & { body?: string }, idempotent: true }, env, retry);
+    const url = `${this.baseUrl}/lds/balance/topup`;
+    this.o.onProgress?.(`topping up ${formatCents(cents)} EUR`);
+    let res: Response;
+    try {
+      res = await payTopup(url, formatCents(cents), { spt: this.o.spt, fetch: retryingFetch, ...(this.token ? { balanceToken: this.token } : {}) });
+    } catch (err) {
+      const reason = (err as Error).name === 'TypeError' && (err as { cause?: unknown }).cause ? `no answer from ${url} (${networkReason(err)})` : `the service asked for a payment this client cannot make: ${(err as Error).message}`;
+      await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'topup', amount: formatCents(cents), charged: false, reason });
+      throw new NetworkError(`top-up: ${reason}`);
+    }
+    const text = await res.text();
+    let json: any;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    if (res.status !== 200) {
+      const err = this.problem('top-up', res, json);
+      await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'topup', amount: formatCents(cents), charged: false, status: res.status, type: err.type, reason: err.message });
+      throw err;
+    }
+    const { balance_token: newToken, ...rest } = json as TopupResult & { balance_token?: string };
+    const receipt = rest.receipt;
+    // A new balance's token first: whatever happens next, the money must stay reachable.
+    if (newToken) {
+      this.token = newToken;
+      await this.o.onNewToken?.(newToken);
+    }
+    const v = await this.verify(receipt);
+    const reason = !v.ok ? v.reason : receipt.amount !== formatCents(cents) ? `it is for ${receipt.amount} EUR, not the ${formatCents(cents)} EUR paid` : '';
+    if (reason) {
+      await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'topup', amount: formatCents(cents), charged: true, reason: `receipt: ${reason}`, receipt: receipt ?? null });
+      throw new ReceiptError(reason, receipt, true, `top-up of ${formatCents(cents)} EUR`);
+    }
+    await this.journal.append({ kind: 'topup', base_url: this.baseUrl, amount: receipt.amount, topup_id: receipt.topup_id, new_balance: !!newToken, kid: (v as { kid: string }).kid, receipt });
+    return { ...rest, new_balance: !!newToken };
+  }
+}
