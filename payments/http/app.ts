@@ -56,8 +56,11 @@ export interface MountContext {
 
 export type Mount = (m: MountContext) => void;
 
+/** What the routes call: a StoreDrawService, or the live one that follows published builds (payments/release/releases.ts). */
+export type AppDrawService = Pick<StoreDrawService, 'quote' | 'pay' | 'balance' | 'rotateToken' | 'catalogue' | 'drawUrl'>;
+
 export interface AppOptions {
-  service: StoreDrawService;
+  service: AppDrawService;
   site: StaticSite;
   validator: RequestValidator;
   /** POST {base}/lds/balance/topup handler (payments/topup/handler.ts). */
@@ -84,6 +87,7 @@ function sendProblem(ctx: Context, p: Problem): void {
   ctx.type = PROBLEM_CONTENT_TYPE;
   ctx.set('Cache-Control', 'no-store');
   if (p.status === 401) ctx.set('WWW-Authenticate', 'Bearer realm="lds", error="invalid_token"');
+  if (typeof p.extra.retry_after === 'number') ctx.set('Retry-After', String(p.extra.retry_after));
   ctx.body = p.toJSON(ctx.path);
 }
 
