@@ -127,23 +127,28 @@ test(`${BACKEND}: a new build published under load: new quotes switch within sec
       await cat.arrayBuffer();
     }
   })();
-  await new Promise((r) => setTimeout(r, 500));
+  try {
+    await new Promise((r) => setTimeout(r, 500));
+    await buildInto(v2Src, own.dist, own.store);
+    const built = Date.now();
+    const ready2 = await waitReady(inst.base, (r) => r.body.store_version !== v1.store_version, 60_000);
+    const switchSeconds = (ready2.at - built) / 1000;
+    console.log(`# ${BACKEND}: serving the new build ${switchSeconds.toFixed(2)} s after the build finished`);
+    assert.ok(switchSeconds < 15, `switched ${switchSeconds} s after the build`);
+    assert.is(ready2.status, 200);
+    v2 = { catalogue_version: ready2.body.catalogue_version!, store_version: ready2.body.store_version! };
+    assert.is.not(v2.catalogue_version, v1.catalogue_version);
 
-  await buildInto(v2Src, own.dist, own.store);
-  const built = Date.now();
-  const ready2 = await waitReady(inst.base, (r) => r.body.store_version !== v1.store_version, 60_000);
-  const switchSeconds = (ready2.at - built) / 1000;
-  console.log(`# ${BACKEND}: serving the new build ${switchSeconds.toFixed(2)} s after the build finished`);
-  assert.ok(switchSeconds < 15, `switched ${switchSeconds} s after the build`);
-  assert.is(ready2.status, 200);
-  v2 = { catalogue_version: ready2.body.catalogue_version!, store_version: ready2.body.store_version! };
-  assert.is.not(v2.catalogue_version, v1.catalogue_version);
-
-  // The stream runs on until it has paid quotes of the new version too.
-  const deadline = Date.now() + 60_000;
-  while (!paid.some((p) => p.q.store_version === v2.store_version) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  stop = true;
-  await stream;
+    // The stream runs on until it has paid quotes of the new version too.
+    const deadline = Date.now() + 60_000;
+    while (!paid.some((p) => p.q.store_version === v2.store_version) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  } catch (err) {
+    console.error(inst.log().slice(-4000));
+    throw err;
+  } finally {
+    stop = true;
+    await stream;
+  }
 
   assert.ok(statuses.length > 0);
   assert.equal(statuses.filter((s) => s !== 200 && s !== 402), [], 'every request of the stream answered 200 or 402');

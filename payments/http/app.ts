@@ -129,7 +129,8 @@ function problems(logger: Logger, metrics: Metrics | undefined, routePaths: Read
 
   function answerError(ctx: Context, err: unknown): void {
     if (err instanceof Problem) {
-      if (err.status >= 500) logger.error({ type: err.type, reason: (err as { reason?: string }).reason, method: ctx.method, path: ctx.path }, 'service unavailable');
+      // A retry answer with Retry-After (quote-store-unavailable during a rolling publish) is expected: a warning.
+      if (err.status >= 500) logger[err.extra.retry_after === undefined ? 'error' : 'warn']({ type: err.type, reason: (err as { reason?: string }).reason, method: ctx.method, path: ctx.path }, 'service unavailable');
       sendProblem(ctx, err);
       return;
     }

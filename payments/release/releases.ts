@@ -319,6 +319,8 @@ export class ReleaseSet {
     await next.validator.warm().catch(() => {}); // compile the request schemas before the first request needs them
     this.current = next;
     this.retiring.push({ release: prev, closeAt: this.now() + this.o.quoteTtlSeconds * 1000 + 1000 });
+    // Closed by the periodic check, or by this when there is none (LDS_RELEASE_CHECK_MS=0).
+    setTimeout(() => this.closed || this.sweep(), this.o.quoteTtlSeconds * 1000 + 1500).unref();
     this.refusedKey = null;
     this.waitingKey = null;
     this.o.metrics.releaseSwitched();
