@@ -11,13 +11,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rename, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { Level } from 'level';
 import { join } from 'node:path';
 import type { LedgerSettings } from '../payments/ledger/open.ts';
 import { CATALOG_SRC, cliAsync } from './helpers/build.ts';
 import { sharedSecrets, startInstance, stopInstance, type Instance } from './helpers/instances.ts';
 import { BACKEND, ledgerEnv, newLedgerSettings } from './helpers/ledgers.ts';
-import { balanceOf, bearer, buildFixture, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
+import { balanceOf, bearer, buildFixture, postJson, refsByProduct, startTestServer, topUp, type Fixture } from './helpers/service-harness.ts';
 import { PRODUCT, buildInto, centsOf, copyBuild, lastEcdcRefs, metric, readyz, secondVersionSrc, waitReady } from './helpers/releases.ts';
 
 const OPERATOR = randomBytes(32).toString('hex');
@@ -246,6 +247,63 @@ test(`${BACKEND}: a corrupt store named by CURRENT is refused; the serving versi
   assert.is(await metric(inst.base, OPERATOR, 'lds_release_switches_total'), 1);
   assert.is((await readyz(inst.base)).status, 200);
   assert.ok(inst.proc.exitCode === null, 'the service is still running');
+});
+
+test(`${BACKEND}: the previous store is closed once its quotes have expired; a quote of it then gets a fresh quote`, async () => {
+  assert.ok(v2, 'runs after the publish test');
+  await stopInstance(inst); // its stores are copied below: never copy a LevelDB a process has open
+  // In-process, with a clock the test moves: v1 served, a v1 quote, then v2 shipped (store, CURRENT, dist/).
+  const mine = await copyBuild(fx.dist, fx.store, await mkdtemp(join(fx.root, 'clock-')));
+  let skew = 0;
+  const srv = await startTestServer({ ...fx, dist: mine.dist, store: mine.store }, { now: () => Date.now() + skew, env: { LDS_RELEASE_CHECK_MS: '0', LDS_QUOTE_TTL_SECONDS: '60' } });
+  try {
+    const token = await topUp(srv.base, '5.00');
+    const res = await postJson(`${srv.base}/lds/draw`, { product_id: PRODUCT, units: dropped.slice(0, 2) });
+    assert.is(res.status, 402);
+    const q = (await res.json()) as QuoteBody;
+    assert.is(q.store_version, v1.store_version);
+    const q2 = await (await postJson(`${srv.base}/lds/draw`, { product_id: PRODUCT, units: [stable[3], stable[4]] })).json() as QuoteBody;
+    assert.is(q2.store_version, v1.store_version);
+
+    await cp(join(own.store, v2.store_version), join(mine.store, v2.store_version), { recursive: true });
+    await writeFile(join(mine.store, '.tmp-current'), v2.store_version + '\n');
+    await rename(join(mine.store, '.tmp-current'), join(mine.store, 'CURRENT'));
+    assert.is(await srv.releases.check(), 'waiting', 'CURRENT switched, dist/ not yet: keep serving v1');
+    await cp(own.dist, `${mine.dist}.new`, { recursive: true });
+    await rename(mine.dist, `${mine.dist}.old`);
+    await rename(`${mine.dist}.new`, mine.dist);
+    await rm(`${mine.dist}.old`, { recursive: true });
+    assert.is(await srv.releases.check(), 'switched');
+    assert.equal(srv.releases.openVersions(), [v2.store_version, v1.store_version]);
+
+    // The quote lifetime passes: the previous release closes (its LevelDB lock is released).
+    skew += 62_000;
+    assert.is(await srv.releases.check(), 'unchanged');
+    assert.equal(srv.releases.openVersions(), [v2.store_version]);
+    const v1Dir = join(mine.store, v1.store_version);
+    let reopened = false;
+    for (let i = 0; i < 50 && !reopened; i++) {
+      const db = new Level(v1Dir, { createIfMissing: false });
+      reopened = await db.open().then(() => true, () => false);
+      await db.close();
+      if (!reopened) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(reopened, 'the previous store was closed');
+
+    // Its quote has expired: a fresh quote of the serving version, at its price; nothing charged.
+    const late = await postJson(`${srv.base}/lds/draw`, q.pay_with, bearer(token));
+    assert.is(late.status, 404, 'the units are gone from the serving store');
+    assert.is(((await late.json()) as { type: string }).type, 'https://lds.example/problems/unknown-units');
+    const late2 = await postJson(`${srv.base}/lds/draw`, q2.pay_with, bearer(token));
+    assert.is(late2.status, 402);
+    const expired = (await late2.json()) as { type: string; quote: QuoteBody };
+    assert.is(expired.type, 'https://lds.example/problems/quote-expired');
+    assert.is(expired.quote.store_version, v2.store_version);
+    assert.is(centsOf(expired.quote.amount), priceCents(2, V2_PRICE_MICROS));
+    assert.is(await balanceOf(srv.base, token), '5.00');
+  } finally {
+    await srv.close();
+  }
 });
 
 test.run();
