@@ -447,7 +447,12 @@ function opsPaths(origin: string): Record<string, unknown> {
                 schema: {
                   type: 'object',
                   required: ['status', 'checks'],
-                  properties: { status: { const: 'ready' }, checks: { type: 'object', additionalProperties: { const: 'ok' } }, catalogue_version: { type: 'string' } },
+                  properties: {
+                    status: { const: 'ready' },
+                    checks: { type: 'object', additionalProperties: { const: 'ok' } },
+                    catalogue_version: { type: 'string', description: 'The catalogue version serving new quotes (it changes when a new build is published, without a restart)' },
+                    store_version: { type: 'string', description: 'The unit store version serving new quotes' },
+                  },
                 },
               },
             },

@@ -6,7 +6,8 @@ import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import * as assert from 'uvu/assert';
-import { cliAsync, copyCatalogSrc, editJson } from './build.ts';
+import { spawn } from 'node:child_process';
+import { REPO, copyCatalogSrc, editJson } from './build.ts';
 
 export const PRODUCT = 'svc-health-eu';
 const ECDC_CSV = 'data/ecdc/covid19_weekly_cases_deaths_2023w27-w46.csv';
@@ -33,9 +34,23 @@ export async function secondVersionSrc(priceMicros: number, dropRows: number): P
   return src;
 }
 
-/** `lds build` of srcDir into dist and storeRoot (addresses as buildFixture's), as a child process. */
+/**
+ * `lds build` of srcDir into dist and storeRoot (addresses as buildFixture's), as a child process.
+ * Not cliAsync: its 60 s limit is too short for a whole build on a loaded machine.
+ */
 export async function buildInto(srcDir: string, dist: string, storeRoot: string): Promise<void> {
-  const r = await cliAsync(['build', '--src', srcDir, '--out', dist, '--store-root', storeRoot, '--local', '--publisher-url', 'https://publisher.example', '--source-date-epoch', '1767225600'], {});
+  const args = ['--import', 'tsx', join(REPO, 'cli.ts'), 'build', '--src', srcDir, '--out', dist, '--store-root', storeRoot, '--local', '--publisher-url', 'https://publisher.example', '--source-date-epoch', '1767225600'];
+  const r = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
   assert.is(r.code, 0, `build failed: ${r.stderr}`);
 }
 
