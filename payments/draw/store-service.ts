@@ -280,20 +280,22 @@ export class StoreDrawService implements DrawService {
   async pay(req: DrawRequest & { quote_id: string }, balanceToken: string): Promise<PaidDraw> {
     if (!balanceToken) throw problems.tokenRequired();
     if (!isWellFormedToken(balanceToken)) throw problems.invalidToken();
+    // The quote's signed payload, read once. An unexpired quote of a release this process still
+    // holds (kept for its quotes after a switch to a new build) is paid there, before anything is
+    // checked against this release: with that release's catalogue and store, at the quoted price.
+    const signed = typeof req?.quote_id === 'string' ? this.signer.verify(req.quote_id) : null;
+    if (signed && signed.s !== this.o.store.meta.store_version && signed.e > this.now()) {
+      const payer = this.o.otherVersions?.payerFor(signed.s);
+      if (payer) return payer(req, balanceToken);
+    }
     const r = this.resolveRequest(req);
-    const q = this.verifyQuote(req.quote_id, r);
+    const q = this.verifyQuote(req.quote_id, r, signed);
     // The presented token's hash: the ledger's debit resolves it to its balance (a rotated-in token
     // names its balance's first token hash; a rotated-away or revoked one none) in the debit itself.
     const presented = hashToken(balanceToken);
 
     const now = this.now();
     const otherVersion = q.s !== this.o.store.meta.store_version;
-    if (otherVersion && q.e > now) {
-      // A quote of a release this process still holds (kept for its quotes after a switch) is paid
-      // there: with that store's units and that catalogue, at the quoted price.
-      const payer = this.o.otherVersions?.payerFor(q.s);
-      if (payer) return payer(req, balanceToken);
-    }
     if (q.e <= now || otherVersion) {
       // A paid quote stays paid: replay it (or refuse another balance) before offering a new one.
       const balanceId = await this.balanceIdOf(balanceToken);
@@ -577,10 +579,10 @@ export class StoreDrawService implements DrawService {
     return requestDigest({ product_id: r.product.product_id, query: r.query, limit: r.limit }, this.o.bounds.defaultLimit);
   }
 
-  /** Verifies the quote's mac and that the request repeats exactly what was quoted. */
-  private verifyQuote(quoteId: unknown, r: Resolved): QuotePayload {
+  /** Verifies the quote's mac (unless `verified` is its payload, already verified) and that the request repeats exactly what was quoted. */
+  private verifyQuote(quoteId: unknown, r: Resolved, verified: QuotePayload | null): QuotePayload {
     if (typeof quoteId !== 'string' || quoteId === '') throw problems.malformed('quote_id', 'quote_id is required to pay');
-    const q = this.signer.verify(quoteId);
+    const q = verified ?? this.signer.verify(quoteId);
     if (!q) throw problems.tampered('quote_id', 'The quote_id is not one this service issued (or it was altered).');
     if (q.p !== r.product.product_id) throw problems.tampered('product_id', 'product_id differs from the quoted product.');
     if (q.c !== r.currency) throw problems.tampered('currency', 'currency differs from the quote.');
