@@ -18,11 +18,12 @@ import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { CatalogueDoc } from '../../contract/catalogue.ts';
 import { CURRENT_FILE, type UnitStoreReader } from '../../contract/store-format.ts';
-import type { DrawRequest, PaidDraw, Quote, StatementPage } from '../draw/service.ts';
 import { problems, type OtherVersions, type StoreDrawService } from '../draw/store-service.ts';
 import { createRequestValidator, type RequestValidator } from '../http/openapi-validate.ts';
 import { loadStaticSite, type StaticSite } from '../http/static.ts';
 import type { Metrics, ReleaseRefusal } from '../metrics.ts';
+import { LiveDrawService } from './live-service.ts';
+import { StorePool } from './store-pool.ts';
 
 /** One published build as the service serves it. */
 export interface Release {
@@ -81,44 +82,6 @@ async function distIdentity(distDir: string): Promise<string | null> {
     return `${s.ino}:${s.mtimeMs}`;
   } catch {
     return null; // between the two renames of a swap: look again later
-  }
-}
-
-/** Open unit stores by version, shared by the releases that use them (a price-only build keeps its store). */
-class StorePool {
-  private readonly open = new Map<string, { reader: Promise<UnitStoreReader>; refs: number }>();
-  constructor(
-    private readonly root: string,
-    private readonly opener: (root: string, version?: string) => Promise<UnitStoreReader>,
-  ) {}
-
-  async acquire(version: string): Promise<UnitStoreReader> {
-    let e = this.open.get(version);
-    if (!e) {
-      e = { reader: this.opener(this.root, version), refs: 0 };
-      this.open.set(version, e);
-      e.reader.catch(() => this.open.delete(version));
-    }
-    e.refs++;
-    return e.reader;
-  }
-
-  /** Adopts a store opened elsewhere (the one opened at start). */
-  adopt(version: string, reader: UnitStoreReader): void {
-    this.open.set(version, { reader: Promise.resolve(reader), refs: 1 });
-  }
-
-  async release(version: string): Promise<void> {
-    const e = this.open.get(version);
-    if (!e || --e.refs > 0) return;
-    this.open.delete(version);
-    await (await e.reader).close();
-  }
-
-  async closeAll(): Promise<void> {
-    const all = [...this.open.values()];
-    this.open.clear();
-    await Promise.all(all.map(async (e) => (await e.reader.catch(() => null))?.close()));
   }
 }
 
@@ -392,56 +355,5 @@ export class ReleaseSet {
     await this.checking?.catch(() => {});
     this.retiring = [];
     await this.pool.closeAll();
-  }
-}
-
-/**
- * The draw service the transports (HTTP, MCP, A2A) call: quotes and balances from the serving
- * release; a pay goes to the serving release, which hands a quote of a previous store version to
- * the release that made it (StoreDrawService.pay).
- */
-export class LiveDrawService {
-  constructor(private readonly set: ReleaseSet) {}
-
-  private get r(): Release {
-    return this.set.serving();
-  }
-
-  get drawUrl(): string {
-    return this.r.service.drawUrl;
-  }
-
-  get topupUrl(): string {
-    return this.r.service.topupUrl;
-  }
-
-  catalogue(): CatalogueDoc {
-    return this.r.service.catalogue();
-  }
-
-  quote(req: DrawRequest, balanceToken?: string): Promise<Quote> {
-    const r = this.r;
-    return this.set.within(r, () => r.service.quote(req, balanceToken));
-  }
-
-  pay(req: DrawRequest & { quote_id: string }, balanceToken: string): Promise<PaidDraw> {
-    const r = this.r;
-    return this.set.within(r, () => r.service.pay(req, balanceToken));
-  }
-
-  balance(balanceToken: string, page?: StatementPage) {
-    return this.r.service.balance(balanceToken, page);
-  }
-
-  rotateToken(balanceToken: string) {
-    return this.r.service.rotateToken(balanceToken);
-  }
-
-  balanceIdOf(balanceToken: string): Promise<string> {
-    return this.r.service.balanceIdOf(balanceToken);
-  }
-
-  balanceCents(balanceToken: string | undefined): Promise<number | null> {
-    return this.r.service.balanceCents(balanceToken);
   }
 }
