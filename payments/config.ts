@@ -31,6 +31,11 @@ export interface ServiceConfig {
   mppSecret: string;
   processor: ProcessorName;
   quoteTtlSeconds: number;
+  /**
+   * How often the service looks for a newly published build (a new store named by CURRENT and its
+   * dist/), besides watching both folders; 0: only on SIGHUP (payments/release/releases.ts).
+   */
+  releaseCheckMs: number;
   /** Token bucket per client address on the API routes: refill per second and capacity. 0 disables. */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
@@ -196,6 +201,7 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     mppSecret: (await secret('MPP_SECRET_KEY', 'mpp-secret.key')).toString('utf8'),
     processor,
     quoteTtlSeconds: intSetting(env, 'LDS_QUOTE_TTL_SECONDS', 900, 1),
+    releaseCheckMs: intSetting(env, 'LDS_RELEASE_CHECK_MS', 2000, 0),
     rateLimitPerSecond: intSetting(env, 'LDS_RATE_LIMIT_RPS', 20, 0),
     rateLimitBurst: intSetting(env, 'LDS_RATE_LIMIT_BURST', 40, 1),
     // LDS_RATE_LIMIT_RPS=0 (rate limiting off) also turns the token limit off unless it is set itself.

@@ -35,6 +35,12 @@ export interface Metrics {
    */
   groupCommit(ops: number, seconds: number, changes?: number): void;
   rateLimited(policy: 'addr' | 'token'): void;
+  /** The release now serving new quotes (payments/release/releases.ts) and how many releases are open (it and the previous ones kept for their quotes). */
+  release(catalogueVersion: string, storeVersion: string, open: number): void;
+  /** A switch to a newly published build. */
+  releaseSwitched(): void;
+  /** A published build refused (the previous one keeps serving): `store` did not open, `dist` did not load, `base_url` moved. */
+  releaseRefused(reason: ReleaseRefusal): void;
   /** Scraped from the pool at each collection. */
   watchPool(stats: () => PoolStats): void;
   /** 1 when ready, 0 when not, set by /readyz and at each scrape. */
@@ -44,6 +50,9 @@ export interface Metrics {
   text(): Promise<string>;
   readonly contentType: string;
 }
+
+/** Why a published build was refused (bounded label values). */
+export type ReleaseRefusal = 'store' | 'dist' | 'base_url';
 
 export interface MetricsOptions {
   backend: string;
@@ -93,6 +102,10 @@ export function createMetrics(o: MetricsOptions): Metrics {
   const batchChanges = new Histogram({ name: 'lds_ledger_group_commit_changes', help: 'LevelDB group commit: state changes per synced batch (when the committer reports them).', buckets: BATCH_BUCKETS, registers });
   const batchSeconds = new Histogram({ name: 'lds_ledger_group_commit_seconds', help: 'LevelDB group commit: write + fsync time per batch.', buckets: LATENCY_BUCKETS, registers });
   const limited = new Counter({ name: 'lds_rate_limited_total', help: 'Requests refused with 429, by the policy that refused them (addr: per client address; token: per balance token).', labelNames: ['policy'], registers });
+  const releaseInfo = new Gauge({ name: 'lds_release_info', help: 'The release serving new quotes: 1, labelled with its catalogue and unit store versions (only the serving one is present).', labelNames: ['catalogue_version', 'store_version'], registers });
+  const releasesOpen = new Gauge({ name: 'lds_releases_open', help: 'Releases open: the serving one plus previous ones kept until their quotes expire.', registers });
+  const switches = new Counter({ name: 'lds_release_switches_total', help: 'Switches to a newly published build without a restart.', registers });
+  const refused = new Counter({ name: 'lds_release_refused_total', help: 'Published builds refused (the previous release kept serving), by reason: store (did not open), dist (did not load), base_url (moved).', labelNames: ['reason'], registers });
   let readyProbe: (() => Promise<boolean>) | undefined;
   const ready = new Gauge({
     name: 'lds_ready',
@@ -179,6 +192,13 @@ export function createMetrics(o: MetricsOptions): Metrics {
       if (changes !== undefined) batchChanges.observe(changes);
     },
     rateLimited: (policy) => limited.inc({ policy }),
+    release(catalogueVersion, storeVersion, open) {
+      releaseInfo.reset();
+      releaseInfo.set({ catalogue_version: catalogueVersion, store_version: storeVersion }, 1);
+      releasesOpen.set(open);
+    },
+    releaseSwitched: () => switches.inc(),
+    releaseRefused: (reason) => refused.inc({ reason }),
     watchPool(stats) {
       pool = stats;
     },

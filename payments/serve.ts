@@ -5,7 +5,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import pino, { type Logger } from 'pino';
-import type { CatalogueDoc } from '../contract/catalogue.ts';
 import type { UnitStoreReader } from '../contract/store-format.ts';
 import { createApp, type Mount } from './http/app.ts';
 import { loadConfig, type ServiceConfig } from './config.ts';
@@ -15,10 +14,11 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import type { Readiness } from './http/ops.ts';
 import type { FaultHooks } from './faults.ts';
 import { openLedger } from './ledger/open.ts';
-import { createRequestValidator } from './http/openapi-validate.ts';
 import type { PaymentProcessor } from './processors/types.ts';
 import { stripeOptionsFromEnv } from './processors/stripe-options.ts';
-import { loadStaticSite, staticFastPath } from './http/static.ts';
+import { staticFastPath } from './http/static.ts';
+import { loadDist, ReleaseSet } from './release/releases.ts';
+import type { LiveDrawService } from './release/live-service.ts';
 import { isLazy, lazyMiddleware } from './http/lazy.ts';
 import { Problem, rawProblemResponse } from './problem.ts';
 import { ReceiptSigner } from './receipts.ts';
@@ -60,8 +60,8 @@ export interface StartOptions {
   now?: () => number;
   /** The simulator only (sim/instance.ts): fault hooks in the money path (payments/faults.ts). Never set in production. */
   faults?: FaultHooks;
-  /** Tests: a unit store other than the one under config.storeRoot. */
-  openStore?: (root: string) => Promise<UnitStoreReader>;
+  /** Tests: a unit store other than the one under config.storeRoot (`version`: that one, else the one CURRENT names). */
+  openStore?: (root: string, version?: string) => Promise<UnitStoreReader>;
   env?: NodeJS.ProcessEnv;
   /**
    * A LevelDB ledger write failed and the ledger stopped (fail-stop). `lds serve` exits (status 75)
@@ -77,7 +77,10 @@ export interface RunningServer {
   url: string;
   server: Server;
   ledger: Ledger;
-  service: StoreDrawService;
+  /** Quotes from the serving release; pays with the release the quote names. */
+  service: LiveDrawService;
+  /** The published builds this server holds; `check()` looks for a new one now (SIGHUP does). */
+  releases: ReleaseSet;
   metrics: Metrics;
   /** What GET /readyz answers. */
   readiness(): Promise<Readiness>;
@@ -85,22 +88,15 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-async function defaultOpenStore(root: string): Promise<UnitStoreReader> {
+async function defaultOpenStore(root: string, version?: string): Promise<UnitStoreReader> {
   const { openUnitStore } = await import('./store/unit-store.ts');
-  return openUnitStore(root);
+  return openUnitStore(root, version === undefined ? {} : { version });
 }
 
 export async function startServer(config: ServiceConfig, opts: StartOptions = {}): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   const env = opts.env ?? process.env;
 
-  // dist/ is read once: the catalogue, the OpenAPI contract and every published document.
-  const site = await loadStaticSite(config.distDir);
-  const catalogPath = [...site.entries.keys()].find((p) => p.endsWith('/lds/_catalog'));
-  if (!catalogPath) throw new Error(`${config.distDir} has no catalogue (…/lds/_catalog): build first (npm run build)`);
-  const catalogue = site.json(catalogPath) as CatalogueDoc;
-  const basePath = new URL(catalogue.base_url).pathname.replace(/\/$/, '');
-  const validator = createRequestValidator(site.json(`${basePath}/specification`));
 
   // The processor is built after the server listens, with the top-up it serves: the Stripe SDK is
   // ~130 ms of start-up. Its settings are read and checked now, so bad ones still stop the start.
@@ -113,7 +109,12 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
       processorLoad = undefined; // a failed load is tried again by the next request that needs it
       throw err;
     }));
-  const store = await (opts.openStore ?? defaultOpenStore)(config.storeRoot);
+  // The published build: dist/ (the catalogue, the OpenAPI contract and every published document,
+  // read into memory) and the unit store CURRENT names; followed without a restart (releases.ts).
+  const first = await loadDist(config.distDir);
+  const { catalogue } = first;
+  const openStore = opts.openStore ?? defaultOpenStore;
+  const store = await openStore(config.storeRoot);
   const metrics = createMetrics({ backend: config.ledgerUrl ? 'postgres' : 'level', products: catalogue.products.map((p) => p.product_id) });
   let ledgerFatal: Error | null = null;
   const hooks: LedgerHooks = {
@@ -141,23 +142,33 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     const { adminSocketPath, serveLedgerAdmin } = await import('./ledger/level/admin.ts');
     admin = await serveLedgerAdmin(ledger, adminSocketPath(config.ledgerDir));
   }
-  if (catalogue.store_version !== store.meta.store_version) {
-    logger.warn({ catalogue_store: catalogue.store_version, store: store.meta.store_version }, 'dist/ was built against another unit store version: counts in the catalogue may differ from what is sold');
-  }
-
   const receipts = ReceiptSigner.fromJwks(config.receiptKeys);
-  const service = new StoreDrawService({
-    receipts,
-    catalogue,
-    store,
-    ledger,
-    quoteSecret: config.quoteSecret,
-    bounds: validator.bounds,
-    quoteTtlSeconds: config.quoteTtlSeconds,
+  const releases = new ReleaseSet({
+    distDir: config.distDir,
+    storeRoot: config.storeRoot,
     logger,
-    onQuote: (productId) => metrics.quote(productId),
+    metrics,
+    openStore,
+    quoteTtlSeconds: config.quoteTtlSeconds,
+    checkIntervalMs: config.releaseCheckMs,
     ...(opts.now ? { now: opts.now } : {}),
+    makeService: (r) =>
+      new StoreDrawService({
+        receipts,
+        catalogue: r.catalogue,
+        store: r.store,
+        ledger,
+        quoteSecret: config.quoteSecret,
+        bounds: r.validator.bounds,
+        quoteTtlSeconds: config.quoteTtlSeconds,
+        logger,
+        onQuote: (productId) => metrics.quote(productId),
+        otherVersions: r.otherVersions,
+        ...(opts.now ? { now: opts.now } : {}),
+      }),
   });
+  await releases.start(first, store, config.storeRoot);
+  const { service, site, validator } = releases;
 
   let draining = false;
   let storeOpen = true;
@@ -172,7 +183,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     const checks: Record<string, string> = {
       ledger: reason === null ? 'ok' : ledgerFatal ? 'stopped after a failed write (restart the service)' : 'unavailable',
       unit_store: storeOpen ? 'ok' : 'closed',
-      catalogue: catalogue.version ? 'ok' : 'not loaded',
+      catalogue: releases.versions().catalogue_version ? 'ok' : 'not loaded',
       server: draining ? 'draining' : 'ok',
     };
     return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
@@ -197,7 +208,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     processor,
     rateLimit: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst, tokenPerSecond: config.rateLimitTokenPerSecond, tokenBurst: config.rateLimitTokenBurst },
     trustProxy: config.trustProxy,
-    ops: { metrics, operatorToken: config.operatorToken, readiness, catalogueVersion: catalogue.version },
+    ops: { metrics, operatorToken: config.operatorToken, readiness, versions: () => releases.versions() },
     ...(opts.mount ? { mount: opts.mount } : {}),
   });
 
@@ -249,7 +260,8 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const warming = Promise.all([validator.warm(), topup.warm(), ...app.middleware.filter(isLazy).map((m) => m.warm())]).catch((err) => {
     logger.error({ err }, 'loading a deferred part failed; the requests that need it will retry and report it');
   });
-  logger.info({ url, processor: config.processor, catalogue: catalogue.version, store: store.meta.store_version, ledger: `${ledger.backend} ${ledger.location}` }, 'listening');
+  logger.info({ url, processor: config.processor, catalogue: catalogue.version, store: store.meta.store_version, ledger: `${ledger.backend} ${ledger.location}`, release_check_ms: config.releaseCheckMs }, 'listening');
+  releases.watch();
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -271,10 +283,10 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
       await admin?.close();
       await ledger.close();
       storeOpen = false;
-      await store.close();
+      await releases.close();
       logger.info('stopped');
     })());
-  return { url, server, ledger, service, metrics, readiness, close };
+  return { url, server, ledger, service, releases, metrics, readiness, close };
 }
 
 /**
@@ -395,6 +407,11 @@ export async function serveFromCli(config: ServiceConfig, extra: Pick<StartOptio
       },
     );
   };
+  // SIGHUP: look for a newly published build now (a build refused before is tried again).
+  process.on('SIGHUP', () => {
+    logger.info('SIGHUP: looking for a newly published build');
+    void running.releases.check(true);
+  });
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }

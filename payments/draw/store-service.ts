@@ -54,7 +54,31 @@ export const problems = {
       how_to_pay: `Top up at least ${formatCents(Math.max(500, amountCents - balanceCents))} EUR (POST ${topupUrl}, minimum 5.00), then repeat the paid draw with the same quote_id.`,
     }),
   otherBalance: () => new Problem(409, 'quote-paid-by-another-balance', 'Quote already paid', 'This quote was paid from another balance. Ask for a new quote.'),
+  /**
+   * The quote names a unit store version this instance does not hold (another instance switched to
+   * a new build first, or this one was restarted since): nothing was charged, and a retry reaches an
+   * instance (or a moment) that holds it. Never answered with other units or another price.
+   */
+  storeUnavailable: (storeVersion: string, expiresAt: number, retryAfterSeconds: number) =>
+    new Problem(
+      503,
+      'quote-store-unavailable',
+      'Quote made against a unit store this instance does not hold',
+      `The quote was made against unit store ${storeVersion}, which this instance does not hold right now (a new catalogue version is being rolled out). Nothing was charged. Repeat the same request in ${retryAfterSeconds} s: it is paid with exactly the quoted units and price by an instance that holds that store; once the quote expires (${new Date(expiresAt).toISOString()}) the answer is a fresh quote instead.`,
+      { store_version: storeVersion, expires_at: new Date(expiresAt).toISOString(), retry_after: retryAfterSeconds },
+    ),
 };
+
+/**
+ * How a service with several releases open (payments/release/releases.ts) pays a quote made
+ * against another unit store version than this service's own.
+ */
+export interface OtherVersions {
+  /** The payer of a release that holds `storeVersion` (a previous one kept for its quotes), or null. */
+  payerFor(storeVersion: string): ((req: DrawRequest & { quote_id: string }, balanceToken: string) => Promise<PaidDraw>) | null;
+  /** An unexpired, unpaid quote of a version no release here holds: the problem to answer (a retry). */
+  missing(storeVersion: string, expiresAt: number): Problem;
+}
 
 export interface DrawServiceOptions {
   catalogue: CatalogueDoc;
@@ -71,6 +95,8 @@ export interface DrawServiceOptions {
   receipts: ReceiptSigner;
   /** Told of every quote given, whichever transport asked (HTTP, MCP, A2A): the metrics count them. */
   onQuote?: (productId: string) => void;
+  /** Other unit store versions open in this process (a live switch to a new build); none: only this one. */
+  otherVersions?: OtherVersions;
 }
 
 /** The quote as sent: the interface's fields plus the ready-made paying request and the top-up address. */
@@ -254,18 +280,29 @@ export class StoreDrawService implements DrawService {
   async pay(req: DrawRequest & { quote_id: string }, balanceToken: string): Promise<PaidDraw> {
     if (!balanceToken) throw problems.tokenRequired();
     if (!isWellFormedToken(balanceToken)) throw problems.invalidToken();
+    // The quote's signed payload, read once. An unexpired quote of a release this process still
+    // holds (kept for its quotes after a switch to a new build) is paid there, before anything is
+    // checked against this release: with that release's catalogue and store, at the quoted price.
+    const signed = typeof req?.quote_id === 'string' ? this.signer.verify(req.quote_id) : null;
+    if (signed && signed.s !== this.o.store.meta.store_version && signed.e > this.now()) {
+      const payer = this.o.otherVersions?.payerFor(signed.s);
+      if (payer) return payer(req, balanceToken);
+    }
     const r = this.resolveRequest(req);
-    const q = this.verifyQuote(req.quote_id, r);
+    const q = this.verifyQuote(req.quote_id, r, signed);
     // The presented token's hash: the ledger's debit resolves it to its balance (a rotated-in token
     // names its balance's first token hash; a rotated-away or revoked one none) in the debit itself.
     const presented = hashToken(balanceToken);
 
-    const stale = q.e <= this.now() || q.s !== this.o.store.meta.store_version;
-    if (stale) {
+    const now = this.now();
+    const otherVersion = q.s !== this.o.store.meta.store_version;
+    if (q.e <= now || otherVersion) {
       // A paid quote stays paid: replay it (or refuse another balance) before offering a new one.
       const balanceId = await this.balanceIdOf(balanceToken);
       const prior = await this.findDraw(req.quote_id);
       if (prior) return this.fromRecord(prior, balanceId, r);
+      // Unexpired but of a store this process does not hold: a retry, never other units or another price.
+      if (q.e > now && this.o.otherVersions) throw this.o.otherVersions.missing(q.s, q.e);
       throw problems.expired(await this.makeQuote(r, await this.resolution(r), balanceToken));
     }
 
@@ -542,10 +579,10 @@ export class StoreDrawService implements DrawService {
     return requestDigest({ product_id: r.product.product_id, query: r.query, limit: r.limit }, this.o.bounds.defaultLimit);
   }
 
-  /** Verifies the quote's mac and that the request repeats exactly what was quoted. */
-  private verifyQuote(quoteId: unknown, r: Resolved): QuotePayload {
+  /** Verifies the quote's mac (unless `verified` is its payload, already verified) and that the request repeats exactly what was quoted. */
+  private verifyQuote(quoteId: unknown, r: Resolved, verified: QuotePayload | null): QuotePayload {
     if (typeof quoteId !== 'string' || quoteId === '') throw problems.malformed('quote_id', 'quote_id is required to pay');
-    const q = this.signer.verify(quoteId);
+    const q = verified ?? this.signer.verify(quoteId);
     if (!q) throw problems.tampered('quote_id', 'The quote_id is not one this service issued (or it was altered).');
     if (q.p !== r.product.product_id) throw problems.tampered('product_id', 'product_id differs from the quoted product.');
     if (q.c !== r.currency) throw problems.tampered('currency', 'currency differs from the quote.');

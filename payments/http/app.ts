@@ -56,8 +56,11 @@ export interface MountContext {
 
 export type Mount = (m: MountContext) => void;
 
+/** What the routes call: a StoreDrawService, or the live one that follows published builds (payments/release/releases.ts). */
+export type AppDrawService = Pick<StoreDrawService, 'quote' | 'pay' | 'balance' | 'rotateToken' | 'catalogue' | 'drawUrl'>;
+
 export interface AppOptions {
-  service: StoreDrawService;
+  service: AppDrawService;
   site: StaticSite;
   validator: RequestValidator;
   /** POST {base}/lds/balance/topup handler (payments/topup/handler.ts). */
@@ -84,6 +87,7 @@ function sendProblem(ctx: Context, p: Problem): void {
   ctx.type = PROBLEM_CONTENT_TYPE;
   ctx.set('Cache-Control', 'no-store');
   if (p.status === 401) ctx.set('WWW-Authenticate', 'Bearer realm="lds", error="invalid_token"');
+  if (typeof p.extra.retry_after === 'number') ctx.set('Retry-After', String(p.extra.retry_after));
   ctx.body = p.toJSON(ctx.path);
 }
 
@@ -125,7 +129,8 @@ function problems(logger: Logger, metrics: Metrics | undefined, routePaths: Read
 
   function answerError(ctx: Context, err: unknown): void {
     if (err instanceof Problem) {
-      if (err.status >= 500) logger.error({ type: err.type, reason: (err as { reason?: string }).reason, method: ctx.method, path: ctx.path }, 'service unavailable');
+      // A retry answer with Retry-After (quote-store-unavailable during a rolling publish) is expected: a warning.
+      if (err.status >= 500) logger[err.extra.retry_after === undefined ? 'error' : 'warn']({ type: err.type, reason: (err as { reason?: string }).reason, method: ctx.method, path: ctx.path }, 'service unavailable');
       sendProblem(ctx, err);
       return;
     }

@@ -1,8 +1,9 @@
 // Operator endpoints, answered before the static site and the rate limit (a probe must never be
 // refused for being frequent):
 //   GET /healthz  the process is alive and its event loop answers (no I/O at all);
-//   GET /readyz   ledger writable, unit store open, catalogue loaded, not draining; 503 problem
-//                 `not-ready` naming what is not ready otherwise;
+//   GET /readyz   ledger writable, unit store open, catalogue loaded, not draining (200 naming the
+//                 serving catalogue_version and store_version); 503 problem `not-ready` naming
+//                 what is not ready otherwise;
 //   GET /metrics  Prometheus text (payments/metrics.ts), only with `Authorization: Bearer
 //                 <LDS_OPERATOR_TOKEN>`; 401 problem otherwise.
 import type { Middleware } from 'koa';
@@ -22,7 +23,8 @@ export interface OpsOptions {
   metrics: Metrics;
   operatorToken: string;
   readiness: () => Promise<Readiness>;
-  catalogueVersion: string;
+  /** The release serving new quotes (it changes when a new build is published). */
+  versions: () => { catalogue_version: string; store_version: string };
 }
 
 
@@ -52,7 +54,7 @@ export function opsMiddleware(o: OpsOptions): Middleware {
         const notReady = Object.entries(r.checks).filter(([, v]) => v !== 'ok').map(([k]) => k);
         throw new Problem(503, 'not-ready', 'Not ready', `Not ready: ${notReady.join(', ')}. Send traffic to another instance; this one recovers by itself or is restarted by its supervisor.`, { not_ready: notReady, checks: r.checks });
       }
-      ctx.body = { status: 'ready', checks: r.checks, catalogue_version: o.catalogueVersion };
+      ctx.body = { status: 'ready', checks: r.checks, ...o.versions() };
       return;
     }
     if (!isOperator(ctx.get('authorization'), o.operatorToken)) throw operatorRequired();

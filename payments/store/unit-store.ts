@@ -513,6 +513,8 @@ export interface OpenUnitStoreOptions {
   /** Search tuning (tests use it to drive every path of the search): see ROUND, FORWARD_COST. */
   round?: number;
   forwardCost?: number;
+  /** Open this store version (a `store-<12 hex>` folder of the root) instead of the one CURRENT names. */
+  version?: string;
 }
 
 /** Opening failed because another process holds the unit store's LevelDB lock. */
@@ -521,10 +523,13 @@ export class UnitStoreLockedError extends Error {}
 /** Opens the store that <storeRoot>/CURRENT names. Throws with a clear message when there is none. */
 export async function openUnitStore(storeRoot: string, opts: OpenUnitStoreOptions = {}): Promise<UnitStoreReader & { rank: LevelUnitStore['rank'] }> {
   let version: string;
-  try {
-    version = (await readFile(join(storeRoot, CURRENT_FILE), 'utf8')).trim();
-  } catch {
-    throw new Error(`no unit store in ${storeRoot} (no ${CURRENT_FILE} file): build it first (npm run build)`);
+  if (opts.version !== undefined) version = opts.version;
+  else {
+    try {
+      version = (await readFile(join(storeRoot, CURRENT_FILE), 'utf8')).trim();
+    } catch {
+      throw new Error(`no unit store in ${storeRoot} (no ${CURRENT_FILE} file): build it first (npm run build)`);
+    }
   }
   // The service only reads; LevelDB still takes a lock, which also tells the build's pruning that
   // this store is in use.

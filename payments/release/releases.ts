@@ -1,0 +1,359 @@
+// Following the published build without a restart. A release is what one build published for the
+// service: the unit store CURRENT names and the dist/ built against it (catalogue, OpenAPI document,
+// every static document). The service serves one release for new quotes and keeps each previous one
+// open until the last quote it issued has expired, so a quote is always paid with the store and
+// catalogue it was made against, at its quoted price (the quote names its store version: `s` in its
+// HMAC payload, payments/draw/quote.ts).
+//
+// When to look: on a change in the store root or in dist/'s parent folder (fs.watch), every
+// LDS_RELEASE_CHECK_MS (watch events can be missed: network file systems, renames from another
+// mount), on SIGHUP, and when a buyer pays a quote of a store version not held here. A build
+// switches CURRENT before it swaps dist/ in (generator/build.ts), so a new CURRENT is served only
+// once dist/'s catalogue names the same store version; until then the current release keeps serving.
+// A store that does not open, or a dist/ that does not load, is refused (logged, counted in
+// lds_release_refused_total) and not tried again until CURRENT or dist/ changes again or SIGHUP.
+import { watch, type FSWatcher } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Logger } from 'pino';
+import type { CatalogueDoc } from '../../contract/catalogue.ts';
+import { CURRENT_FILE, type UnitStoreReader } from '../../contract/store-format.ts';
+import { problems, type OtherVersions, type StoreDrawService } from '../draw/store-service.ts';
+import { createRequestValidator, type RequestValidator } from '../http/openapi-validate.ts';
+import { loadStaticSite, type StaticSite } from '../http/static.ts';
+import type { Metrics, ReleaseRefusal } from '../metrics.ts';
+import { LiveDrawService } from './live-service.ts';
+import { StorePool } from './store-pool.ts';
+
+/** One published build as the service serves it. */
+export interface Release {
+  readonly catalogue: CatalogueDoc;
+  readonly site: StaticSite;
+  readonly validator: RequestValidator;
+  readonly store: UnitStoreReader;
+  readonly service: StoreDrawService;
+  readonly storeVersion: string;
+  /** What it was loaded from: CURRENT's version and dist/'s identity (a build swaps dist/ in by rename). */
+  key: string;
+  /** Calls into its service not yet answered: a retired release closes only when none is left. */
+  inFlight: number;
+}
+
+export interface ReleaseSetOptions {
+  distDir: string;
+  storeRoot: string;
+  logger: Logger;
+  metrics: Metrics;
+  openStore: (root: string, version?: string) => Promise<UnitStoreReader>;
+  /** The draw service of a release; `otherVersions` lets it pay quotes of the releases kept open. */
+  makeService: (r: { catalogue: CatalogueDoc; store: UnitStoreReader; validator: RequestValidator; otherVersions: OtherVersions }) => StoreDrawService;
+  quoteTtlSeconds: number;
+  /** 0: no periodic check and no watch (SIGHUP or check() only). */
+  checkIntervalMs: number;
+  now?: () => number;
+}
+
+export type CheckOutcome = 'unchanged' | 'switched' | 'waiting' | 'refused';
+
+/** The whole of dist/ loaded: the site, its catalogue and the request validator of its OpenAPI document. */
+export async function loadDist(distDir: string): Promise<{ site: StaticSite; catalogue: CatalogueDoc; validator: RequestValidator; basePath: string }> {
+  const site = await loadStaticSite(distDir);
+  const catalogPath = [...site.entries.keys()].find((p) => p.endsWith('/lds/_catalog'));
+  if (!catalogPath) throw new Error(`${distDir} has no catalogue (…/lds/_catalog): build first (npm run build)`);
+  const catalogue = site.json(catalogPath) as CatalogueDoc;
+  const basePath = new URL(catalogue.base_url).pathname.replace(/\/$/, '');
+  const validator = createRequestValidator(site.json(`${basePath}/specification`));
+  return { site, catalogue, validator, basePath };
+}
+
+async function readCurrentVersion(storeRoot: string): Promise<string | null> {
+  try {
+    const v = (await readFile(join(storeRoot, CURRENT_FILE), 'utf8')).trim();
+    return /^store-[0-9a-f]{12}$/.test(v) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+/** dist/'s identity: a build renames a new folder into place, so inode and mtime change with each build. */
+async function distIdentity(distDir: string): Promise<string | null> {
+  try {
+    const s = await stat(distDir);
+    return `${s.ino}:${s.mtimeMs}`;
+  } catch {
+    return null; // between the two renames of a swap: look again later
+  }
+}
+
+export class ReleaseSet {
+  private current!: Release;
+  /** Previous releases kept for their quotes, oldest first, each with when it may close. */
+  private retiring: { release: Release; closeAt: number }[] = [];
+  private readonly pool: StorePool;
+  private readonly now: () => number;
+  private readonly log: Logger;
+  private checking: Promise<CheckOutcome> | null = null;
+  private again: { force: boolean } | null = null;
+  private refusedKey: string | null = null;
+  private waitingKey: string | null = null;
+  private watchers: FSWatcher[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private debounce: NodeJS.Timeout | null = null;
+  private closed = false;
+  private basePath = '';
+  /** What a pay of an unheld version is told: retry after about one check interval. */
+  readonly retryAfterSeconds: number;
+  /** The releases' draw services see the others through this. */
+  private readonly otherVersions: OtherVersions;
+  /** The draw service every transport calls: new quotes from the serving release, pays by the quote's store version. */
+  readonly service: LiveDrawService;
+  /** dist/ as the serving release has it (static documents). */
+  readonly site: StaticSite;
+  /** The serving release's OpenAPI request validator. */
+  readonly validator: RequestValidator;
+
+  constructor(private readonly o: ReleaseSetOptions) {
+    this.pool = new StorePool(o.storeRoot, o.openStore);
+    this.now = o.now ?? Date.now;
+    this.log = o.logger;
+    this.retryAfterSeconds = Math.max(1, Math.ceil((o.checkIntervalMs || 2000) / 1000));
+    this.otherVersions = {
+      payerFor: (version) => {
+        const r = this.holding(version);
+        if (!r) return null;
+        return (req, token) => this.within(r, () => r.service.pay(req, token));
+      },
+      missing: (version, expiresAt) => {
+        // Another instance may have switched first: look for a new build now rather than at the next tick.
+        void this.check().catch(() => {});
+        return problems.storeUnavailable(version, expiresAt, this.retryAfterSeconds);
+      },
+    };
+    const self = this;
+    this.site = {
+      get entries() {
+        return self.current.site.entries;
+      },
+      json: (p) => self.current.site.json(p),
+    };
+    this.validator = {
+      body: (id, b) => self.current.validator.body(id, b),
+      params: (id, p) => self.current.validator.params(id, p),
+      get bounds() {
+        return self.current.validator.bounds;
+      },
+      get operations() {
+        return self.current.validator.operations;
+      },
+      warm: () => self.current.validator.warm(),
+    };
+    this.service = new LiveDrawService(this);
+  }
+
+  /**
+   * The release loaded at start (dist/ and the store CURRENT named, opened by the caller): a
+   * catalogue built against another store is served, with a warning, as before.
+   */
+  async start(loaded: Awaited<ReturnType<typeof loadDist>>, store: UnitStoreReader, storeRoot: string): Promise<void> {
+    const version = await readCurrentVersion(storeRoot);
+    const dist = await distIdentity(this.o.distDir);
+    const storeVersion = store.meta.store_version;
+    this.pool.adopt(storeVersion, store);
+    this.basePath = loaded.basePath;
+    if (loaded.catalogue.store_version !== storeVersion) {
+      this.log.warn({ catalogue_store: loaded.catalogue.store_version, store: storeVersion }, 'dist/ was built against another unit store version: counts in the catalogue may differ from what is sold');
+    }
+    this.current = this.makeRelease(loaded, store, `${version ?? storeVersion} ${dist}`);
+    this.publishMetrics();
+  }
+
+  /** Starts watching for new builds (after the server listens). */
+  watch(): void {
+    if (this.o.checkIntervalMs <= 0 || this.closed) return;
+    const poke = () => {
+      if (this.debounce) return;
+      // A build writes many files: look once things settle for a moment.
+      this.debounce = setTimeout(() => {
+        this.debounce = null;
+        void this.check().catch(() => {});
+      }, 100);
+      this.debounce.unref();
+    };
+    for (const dir of new Set([this.o.storeRoot, dirname(this.o.distDir)])) {
+      try {
+        const w = watch(dir, { persistent: false }, (_event, name) => {
+          const n = String(name ?? '');
+          if (n === '' || n === CURRENT_FILE || n === basename(this.o.distDir)) poke();
+        });
+        w.on('error', () => w.close()); // the periodic check still runs
+        this.watchers.push(w);
+      } catch (err) {
+        this.log.warn({ dir, err: (err as Error).message }, 'cannot watch for new builds; checking every interval only');
+      }
+    }
+    this.timer = setInterval(() => void this.check().catch(() => {}), this.o.checkIntervalMs);
+    this.timer.unref();
+  }
+
+  /** The serving release's versions (for /readyz and the logs). */
+  versions(): { catalogue_version: string; store_version: string } {
+    return { catalogue_version: this.current.catalogue.version, store_version: this.current.storeVersion };
+  }
+
+  serving(): Release {
+    return this.current;
+  }
+
+  /** Versions of every open release, serving one first. */
+  openVersions(): string[] {
+    return [this.current.storeVersion, ...this.retiring.map((r) => r.release.storeVersion).reverse()];
+  }
+
+  /**
+   * Looks for a newly published build and switches to it. One check at a time; a check asked for
+   * while one runs runs once more after it. `force` (SIGHUP) also retries a build refused before.
+   */
+  check(force = false): Promise<CheckOutcome> {
+    if (this.checking) {
+      this.again = { force: force || !!this.again?.force };
+      return this.checking;
+    }
+    const run = async (f: boolean): Promise<CheckOutcome> => {
+      try {
+        this.sweep();
+        return await this.checkOnce(f);
+      } catch (err) {
+        this.log.error({ err: (err as Error).message }, 'looking for a new build failed; still serving the current one');
+        return 'unchanged';
+      }
+    };
+    this.checking = run(force).finally(() => {
+      this.checking = null;
+      const next = this.again;
+      this.again = null;
+      if (next && !this.closed) void this.check(next.force);
+    });
+    return this.checking;
+  }
+
+  private async checkOnce(force: boolean): Promise<CheckOutcome> {
+    if (this.closed) return 'unchanged';
+    const version = await readCurrentVersion(this.o.storeRoot);
+    const dist = await distIdentity(this.o.distDir);
+    if (!version || !dist) return 'waiting';
+    const key = `${version} ${dist}`;
+    if (key === this.current.key) return 'unchanged';
+    if (!force && key === this.refusedKey) return 'refused';
+    if (!force && key === this.waitingKey) return 'waiting';
+
+    let store: UnitStoreReader;
+    try {
+      store = await this.pool.acquire(version);
+    } catch (err) {
+      return this.refuse(key, 'store', `unit store ${version} (named by ${CURRENT_FILE}) does not open`, err);
+    }
+    let loaded: Awaited<ReturnType<typeof loadDist>>;
+    try {
+      loaded = await loadDist(this.o.distDir);
+    } catch (err) {
+      await this.pool.release(version);
+      return this.refuse(key, 'dist', `${this.o.distDir} does not load`, err);
+    }
+    if (loaded.catalogue.store_version !== version) {
+      await this.pool.release(version);
+      if (this.waitingKey !== key) {
+        this.waitingKey = key;
+        this.log.info({ store: version, dist_store: loaded.catalogue.store_version, catalogue: loaded.catalogue.version }, 'new unit store published; waiting for the dist/ built against it (still serving the current release)');
+      }
+      return 'waiting';
+    }
+    if (loaded.basePath !== this.basePath) {
+      await this.pool.release(version);
+      return this.refuse(key, 'base_url', `the new catalogue's base_url path (${loaded.basePath}) differs from the served one (${this.basePath}): restart the service to move it`);
+    }
+    const prev = this.current;
+    if (loaded.catalogue.version === prev.catalogue.version && version === prev.storeVersion) {
+      // The same build published again (copied anew): nothing to switch.
+      await this.pool.release(version);
+      prev.key = key;
+      return 'unchanged';
+    }
+    const next = this.makeRelease(loaded, store, key);
+    await next.validator.warm().catch(() => {}); // compile the request schemas before the first request needs them
+    this.current = next;
+    this.retiring.push({ release: prev, closeAt: this.now() + this.o.quoteTtlSeconds * 1000 + 1000 });
+    // Closed by the periodic check, or by this when there is none (LDS_RELEASE_CHECK_MS=0).
+    setTimeout(() => this.closed || this.sweep(), this.o.quoteTtlSeconds * 1000 + 1500).unref();
+    this.refusedKey = null;
+    this.waitingKey = null;
+    this.o.metrics.releaseSwitched();
+    this.publishMetrics();
+    this.log.info(
+      { catalogue: next.catalogue.version, store: version, previous_catalogue: prev.catalogue.version, previous_store: prev.storeVersion, previous_kept_s: this.o.quoteTtlSeconds },
+      'serving a newly published build; the previous one stays open for its quotes',
+    );
+    return 'switched';
+  }
+
+  private refuse(key: string, reason: ReleaseRefusal, what: string, err?: unknown): CheckOutcome {
+    this.refusedKey = key;
+    this.o.metrics.releaseRefused(reason);
+    const cause = err === undefined ? undefined : (err as Error).message ?? String(err);
+    this.log.error({ reason, cause, serving_catalogue: this.current.catalogue.version, serving_store: this.current.storeVersion }, `new build refused: ${what}; still serving the current release (fix the build and publish again, or send SIGHUP to retry)`);
+    return 'refused';
+  }
+
+  private makeRelease(loaded: Awaited<ReturnType<typeof loadDist>>, store: UnitStoreReader, key: string): Release {
+    const service = this.o.makeService({ catalogue: loaded.catalogue, store, validator: loaded.validator, otherVersions: this.otherVersions });
+    return { catalogue: loaded.catalogue, site: loaded.site, validator: loaded.validator, store, service, storeVersion: store.meta.store_version, key, inFlight: 0 };
+  }
+
+  /** The newest open release of a store version. */
+  private holding(version: string): Release | null {
+    if (this.current.storeVersion === version) return this.current;
+    for (let i = this.retiring.length - 1; i >= 0; i--) if (this.retiring[i].release.storeVersion === version) return this.retiring[i].release;
+    return null;
+  }
+
+  /** Runs a call into a release, counted so the release is never closed under it. */
+  async within<T>(r: Release, f: () => Promise<T>): Promise<T> {
+    r.inFlight++;
+    try {
+      return await f();
+    } finally {
+      r.inFlight--;
+    }
+  }
+
+  /** Closes previous releases whose quotes have all expired and that no call is using. */
+  private sweep(): void {
+    const now = this.now();
+    const keep: typeof this.retiring = [];
+    for (const r of this.retiring) {
+      if (r.closeAt > now || r.release.inFlight > 0) {
+        keep.push(r);
+        continue;
+      }
+      this.log.info({ catalogue: r.release.catalogue.version, store: r.release.storeVersion }, 'previous release closed: its quotes have expired');
+      void this.pool.release(r.release.storeVersion).catch((err) => this.log.warn({ err: (err as Error).message }, 'closing a previous unit store failed'));
+    }
+    if (keep.length !== this.retiring.length) {
+      this.retiring = keep;
+      this.publishMetrics();
+    }
+  }
+
+  private publishMetrics(): void {
+    this.o.metrics.release(this.current.catalogue.version, this.current.storeVersion, 1 + this.retiring.length);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const w of this.watchers) w.close();
+    if (this.timer) clearInterval(this.timer);
+    if (this.debounce) clearTimeout(this.debounce);
+    await this.checking?.catch(() => {});
+    this.retiring = [];
+    await this.pool.closeAll();
+  }
+}

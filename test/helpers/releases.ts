@@ -1,0 +1,104 @@
+// Shared by the live-publish tests (service-publish-live, scale-publish-rolling): a second catalogue
+// version made from a copy of catalog-src (a new draw price for one product, and its last ECDC rows
+// gone, so the unit store version changes too), built with the real CLI into a given dist/ and
+// store root (as a publisher's pipeline would), and small readers of what a service serves.
+import { cp, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse as parseCsv } from 'csv-parse/sync';
+import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
+import { REPO, copyCatalogSrc, editJson } from './build.ts';
+
+export const PRODUCT = 'svc-health-eu';
+const ECDC_CSV = 'data/ecdc/covid19_weekly_cases_deaths_2023w27-w46.csv';
+
+/** The ECDC unit references of the last `n` rows of the fixture CSV (`global.ecdc:<location>/<indicator>/<week>`). */
+export async function lastEcdcRefs(srcDir: string, n: number): Promise<string[]> {
+  const rows = parseCsv(await readFile(join(srcDir, ECDC_CSV)), { columns: true }) as Record<string, string>[];
+  return rows.slice(-n).map((r) => `global.ecdc:${r.location}/${r.indicator}/${r.year_week}`);
+}
+
+/**
+ * catalog-src with PRODUCT's draw price set to `priceMicros` and the last `dropRows` ECDC rows
+ * removed (so the store differs); returns the folder.
+ */
+export async function secondVersionSrc(priceMicros: number, dropRows: number): Promise<string> {
+  const src = await copyCatalogSrc();
+  await editJson(join(src, 'products', `${PRODUCT}.json`), (p) => {
+    p.pricing.draw_unit_price_micro_eur = priceMicros;
+  });
+  const csvPath = join(src, ECDC_CSV);
+  const lines = (await readFile(csvPath, 'utf8')).split('\n');
+  while (lines.length && lines[lines.length - 1].trim() === '') lines.pop();
+  await writeFile(csvPath, lines.slice(0, lines.length - dropRows).join('\n') + '\n');
+  return src;
+}
+
+/**
+ * `lds build` of srcDir into dist and storeRoot (addresses as buildFixture's), as a child process.
+ * Not cliAsync: its 60 s limit is too short for a whole build on a loaded machine.
+ */
+export async function buildInto(srcDir: string, dist: string, storeRoot: string): Promise<void> {
+  const args = ['--import', 'tsx', join(REPO, 'cli.ts'), 'build', '--src', srcDir, '--out', dist, '--store-root', storeRoot, '--local', '--publisher-url', 'https://publisher.example', '--source-date-epoch', '1767225600'];
+  const r = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+  assert.is(r.code, 0, `build failed: ${r.stderr}`);
+}
+
+/** A copy of a built dist/ and store root for one instance (its own LevelDB copies). */
+export async function copyBuild(fromDist: string, fromStore: string, toDir: string): Promise<{ dist: string; store: string }> {
+  const dist = join(toDir, 'dist');
+  const store = join(toDir, 'store');
+  await cp(fromDist, dist, { recursive: true });
+  await cp(fromStore, store, { recursive: true });
+  return { dist, store };
+}
+
+export interface Readyz {
+  status: number;
+  body: { status?: string; catalogue_version?: string; store_version?: string; checks?: Record<string, string> };
+}
+
+export async function readyz(base: string): Promise<Readyz> {
+  const res = await fetch(`${new URL(base).origin}/readyz`);
+  return { status: res.status, body: (await res.json()) as Readyz['body'] };
+}
+
+/** Polls /readyz until `until` holds (every 100 ms, up to `ms`); returns the last answer and when it held. */
+export async function waitReady(base: string, until: (r: Readyz) => boolean, ms = 60_000): Promise<Readyz & { at: number }> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const r = await readyz(base);
+    if (until(r)) return { ...r, at: Date.now() };
+    if (Date.now() > deadline) throw new Error(`/readyz did not change as expected within ${ms / 1000} s: ${JSON.stringify(r)}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+/** The sum of the Prometheus samples of `name` carrying every label in `labels` (0 when none), from GET /metrics. */
+export async function metric(base: string, operatorToken: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const res = await fetch(`${new URL(base).origin}/metrics`, { headers: { authorization: `Bearer ${operatorToken}` } });
+  assert.is(res.status, 200);
+  let sum = 0;
+  for (const line of (await res.text()).split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
+    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
+/** The cents of a decimal amount string ("0.25" -> 25), without floating point. */
+export function centsOf(amount: string): number {
+  const [e, c = '00'] = amount.split('.');
+  return Number(e) * 100 + Number(c.padEnd(2, '0'));
+}
