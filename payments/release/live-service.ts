@@ -3,7 +3,7 @@
 // is counted on it, so a previous release is never closed under a call.
 import type { CatalogueDoc } from '../../contract/catalogue.ts';
 import type { DrawRequest, PaidDraw, Quote, StatementPage } from '../draw/service.ts';
-import type { Release } from './releases.ts';
+import type { Release } from './release.ts';
 
 /** What the live service needs of the release set. */
 export interface ServingReleases {

@@ -23,21 +23,10 @@ import { createRequestValidator, type RequestValidator } from '../http/openapi-v
 import { loadStaticSite, type StaticSite } from '../http/static.ts';
 import type { Metrics, ReleaseRefusal } from '../metrics.ts';
 import { LiveDrawService } from './live-service.ts';
-import { StorePool } from './store-pool.ts';
+import type { Release } from './release.ts';
 
-/** One published build as the service serves it. */
-export interface Release {
-  readonly catalogue: CatalogueDoc;
-  readonly site: StaticSite;
-  readonly validator: RequestValidator;
-  readonly store: UnitStoreReader;
-  readonly service: StoreDrawService;
-  readonly storeVersion: string;
-  /** What it was loaded from: CURRENT's version and dist/'s identity (a build swaps dist/ in by rename). */
-  key: string;
-  /** Calls into its service not yet answered: a retired release closes only when none is left. */
-  inFlight: number;
-}
+export type { Release } from './release.ts';
+import { StorePool } from './store-pool.ts';
 
 export interface ReleaseSetOptions {
   distDir: string;
