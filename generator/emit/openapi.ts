@@ -68,6 +68,7 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['processor-mismatch', 409, 'admin API: the top-up was paid through another processor'],
   ['refund-exceeds-payment', 422, 'admin API: more than what is left to refund of the draw or top-up; `available` says how much'],
   ['adjustment-below-zero', 422, 'admin API: a debit would take the balance below zero; `balance` says what it holds'],
+  ['adjustment-above-maximum', 422, 'admin API: one adjustment above the most one correction may move (LDS_MAX_ADJUSTMENT, default the top-up maximum); `maximum` says how much'],
   ['nothing-to-refund', 422, 'admin API: the top-up was refunded already or its money spent'],
 ];
 
@@ -493,7 +494,7 @@ const adminOp = (operationId: string, summary: string, description: string, body
       '401': problemResponse('`operator-token-required`'),
       '404': problemResponse('`unknown-draw`, `unknown-topup` or `unknown-balance`'),
       '409': problemResponse('`idempotency-key-reused`'),
-      '422': problemResponse('`refund-exceeds-payment`, `adjustment-below-zero` or `nothing-to-refund`'),
+      '422': problemResponse('`refund-exceeds-payment`, `adjustment-below-zero`, `adjustment-above-maximum` or `nothing-to-refund`'),
       ...extra,
       ...commonProblems,
     },

@@ -135,10 +135,12 @@ const configurationSchema = z
   .optional();
 
 function prepare(params: MessageSendParams, context: ServerCallContext | undefined, drawSchema: DrawSchema): { params: MessageSendParams; context: ServerCallContext } {
-  const m = messageSchema.safeParse((params as { message?: unknown }).message);
-  if (!m.success) throw invalidParams(malformed(m.error, 'Invalid message', 'message'));
-  const conf = configurationSchema.safeParse((params as { configuration?: unknown }).configuration);
-  if (!conf.success) throw invalidParams(malformed(conf.error, 'Invalid configuration', 'configuration'));
+  const rawMessage = (params as { message?: unknown }).message;
+  const m = messageSchema.safeParse(rawMessage);
+  if (!m.success) throw invalidParams(malformed(m.error, 'Invalid message', rawMessage, 'message'));
+  const rawConf = (params as { configuration?: unknown }).configuration;
+  const conf = configurationSchema.safeParse(rawConf);
+  if (!conf.success) throw invalidParams(malformed(conf.error, 'Invalid configuration', rawConf, 'configuration'));
   const accepted = params.configuration?.acceptedOutputModes;
   if (accepted && accepted.length && !accepted.some((x) => x === JSON_MODE || x === '*/*' || x === 'application/*')) {
     throw contentTypeError(`This agent answers in ${JSON_MODE} only; acceptedOutputModes was ${JSON.stringify(accepted)}.`);
@@ -153,7 +155,7 @@ function prepare(params: MessageSendParams, context: ServerCallContext | undefin
   if (parts.length !== 1) throw invalidParams(new Problem(400, 'malformed-request', 'Malformed request', `message.parts: send exactly one data part (got ${parts.length})`, { field: 'message.parts' }));
   const data = (parts[0] as { data?: unknown }).data;
   const parsed = drawSchema.safeParse(data);
-  if (!parsed.success) throw invalidParams(malformed(parsed.error, 'Invalid draw request', 'message.parts.0.data'));
+  if (!parsed.success) throw invalidParams(malformed(parsed.error, 'Invalid draw request', data, 'message.parts.0.data'));
   const { balance_token, ...request } = parsed.data;
   const token = balance_token ?? tokenOf(context);
   const message: Message = { ...params.message, parts: [{ ...parts[0], kind: 'data', data: request }] };

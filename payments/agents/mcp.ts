@@ -12,7 +12,7 @@ import type { Middleware } from 'koa';
 import * as z from 'zod';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, InitializeRequestSchema, ListToolsRequestSchema, McpError, PingRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { BalanceView, DrawService, PaidDraw, Quote } from '../draw/service.ts';
 import { Problem } from '../problem.ts';
@@ -24,6 +24,7 @@ import {
   DEFAULT_MAX_BODY_BYTES,
   drawRequestShape,
   FALLBACK_BOUNDS,
+  issuesInWords,
   malformed,
   problemOf,
   productIdSchema,
@@ -335,12 +336,13 @@ function buildServer(defs: ToolDef[], tools: Tool[], opts: McpOptions): Server {
   // params get JSON-RPC -32602 (invalid params) instead of the SDK's generic -32603.
   server.setRequestHandler(LenientCallToolRequest, async (raw, extra) => {
     const checked = CallToolRequestSchema.shape.params.safeParse(raw.params);
-    if (!checked.success) throw new McpError(ErrorCode.InvalidParams, `Invalid tools/call params: ${checked.error.issues.map((i) => `${i.path.join('.') || '(params)'}: ${i.message}`).join('; ')}`);
+    if (!checked.success) throw new McpError(ErrorCode.InvalidParams, `Invalid params for tools/call: ${issuesInWords(checked.error, raw.params, 'params').text}`);
     const request = { params: checked.data };
     const def = defs.find((d) => d.name === request.params.name);
     if (!def) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(request.params.name)}; tools: ${defs.map((d) => d.name).join(', ')}`);
-    const parsed = def.input.safeParse(request.params.arguments ?? {});
-    if (!parsed.success) return errorResult(malformed(parsed.error, `Invalid arguments for ${def.name}`));
+    const args = request.params.arguments ?? {};
+    const parsed = def.input.safeParse(args);
+    if (!parsed.success) return errorResult(malformed(parsed.error, `Invalid arguments for ${def.name}`, args, undefined, '(arguments)'));
     try {
       const { structured, summary } = await def.run(parsed.data, { token: extra.authInfo?.token });
       return okResult(structured, summary);
@@ -354,6 +356,31 @@ function buildServer(defs: ToolDef[], tools: Tool[], opts: McpOptions): Server {
 
 function rpcError(code: number, message: string) {
   return { jsonrpc: '2.0', error: { code, message }, id: null };
+}
+
+/** The requests this endpoint answers, with the SDK's own schema of each. */
+const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
+  initialize: InitializeRequestSchema,
+  ping: PingRequestSchema,
+  'tools/list': ListToolsRequestSchema,
+  'tools/call': CallToolRequestSchema,
+};
+
+/**
+ * Checks a request's params before the SDK sees them. The SDK answers bad params with its
+ * validator's raw issue list as the message (and for most methods as an internal error, -32603);
+ * this answers -32602 in the service's words, naming the field, what it expects and what came.
+ */
+export function invalidParamsAnswer(body: unknown): Record<string, unknown> | undefined {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  const msg = body as { id?: unknown; method?: unknown };
+  if (typeof msg.method !== 'string' || msg.id === undefined) return undefined;
+  const schema = REQUEST_SCHEMAS[msg.method];
+  if (!schema) return undefined;
+  const checked = schema.safeParse(body);
+  if (checked.success) return undefined;
+  const { first, text } = issuesInWords(checked.error, body, undefined, '(request)');
+  return { jsonrpc: '2.0', id: msg.id, error: { code: ErrorCode.InvalidParams, message: `Invalid params for ${msg.method}: ${text}`, ...(first ? { data: first } : {}) } };
 }
 
 /**
@@ -378,6 +405,13 @@ export function createMcpMiddleware(service: DrawService, opts: McpOptions = {})
     if (!read.ok) {
       ctx.status = read.status;
       ctx.body = rpcError(read.status === 400 ? -32700 : -32600, read.message);
+      return;
+    }
+    const invalid = invalidParamsAnswer(read.body);
+    if (invalid) {
+      ctx.status = 200;
+      ctx.type = 'application/json';
+      ctx.body = invalid;
       return;
     }
     const token = balanceTokenOf(ctx.get('authorization'));
