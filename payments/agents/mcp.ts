@@ -17,6 +17,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { BalanceView, DrawService, PaidDraw, Quote } from '../draw/service.ts';
 import { Problem } from '../problem.ts';
 import { problems } from '../draw/store-service.ts';
+import { tokenLimitOf, type TokenLimit } from '../http/ratelimit.ts';
 import {
   type AgentBounds,
   balanceTokenOf,
@@ -151,6 +152,8 @@ type Inputs = ReturnType<typeof inputSchemas>;
 
 interface ToolCtx {
   token?: string;
+  /** Takes a `balance_token` argument's request from that token's rate-limit bucket (payments/http/ratelimit.ts). */
+  limitToken: TokenLimit;
 }
 
 interface ToolDef {
@@ -324,7 +327,7 @@ function listing(defs: ToolDef[]): Tool[] {
 
 const LenientCallToolRequest = z.object({ method: z.literal('tools/call'), params: z.unknown() });
 
-function buildServer(defs: ToolDef[], tools: Tool[], opts: McpOptions): Server {
+function buildServer(defs: ToolDef[], tools: Tool[], opts: McpOptions, limitToken: TokenLimit): Server {
   const server = new Server(opts.serverInfo ?? { name: 'lds-catalogue', version: '1.0.0' }, {
     capabilities: { tools: {} },
     instructions:
@@ -344,7 +347,9 @@ function buildServer(defs: ToolDef[], tools: Tool[], opts: McpOptions): Server {
     const parsed = def.input.safeParse(args);
     if (!parsed.success) return errorResult(malformed(parsed.error, `Invalid arguments for ${def.name}`, args, undefined, '(arguments)'));
     try {
-      const { structured, summary } = await def.run(parsed.data, { token: extra.authInfo?.token });
+      const argToken = (parsed.data as { balance_token?: unknown }).balance_token;
+      if (typeof argToken === 'string') limitToken(argToken);
+      const { structured, summary } = await def.run(parsed.data, { token: extra.authInfo?.token, limitToken });
       return okResult(structured, summary);
     } catch (err) {
       if (!(err instanceof Problem)) console.error(`mcp tool ${def.name} failed:`, err);
@@ -417,7 +422,7 @@ export function createMcpMiddleware(service: DrawService, opts: McpOptions = {})
     const token = balanceTokenOf(ctx.get('authorization'));
     const req = ctx.req as IncomingMessage & { auth?: AuthInfo };
     if (token) req.auth = { token, clientId: 'balance-token', scopes: [] };
-    const server = buildServer(defs, tools, opts);
+    const server = buildServer(defs, tools, opts, tokenLimitOf(ctx));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.respond = false;
     ctx.res.on('close', () => {
