@@ -38,7 +38,7 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['quote-paid-by-another-balance', 409, 'the quote was already paid from a different balance'],
   ['request-timeout', 408, 'the request (headers and body) was not received within the server\'s request timeout; the connection is closed'],
   ['body-too-large', 413, `request body above ${DRAW_BOUNDS.maxBodyBytes} bytes`],
-  ['unsupported-media-type', 415, 'the body is not application/json'],
+  ['unsupported-media-type', 415, 'the body is not application/json with no parameter or charset=utf-8 (other charsets and +json types are refused)'],
   ['request-header-fields-too-large', 431, 'the request headers are too large'],
   ['rate-limited', 429, 'too many requests from this client address or balance token (`policy`: `addr` or `token`); `Retry-After` says when to retry, `RateLimit` and `RateLimit-Policy` describe the limits'],
   ['operator-token-required', 401, 'an operator endpoint (`/metrics`, the admin API) without `Authorization: Bearer <LDS_OPERATOR_TOKEN>`'],
