@@ -146,7 +146,7 @@ export function mcpSection(ctx: EmitContext): string {
     '',
     `Amounts, units and refusals are exactly those of the HTTP API. Pay with a prepaid balance: top up over HTTP first (see [Top up a prepaid balance](#top-up-a-prepaid-balance), \`POST ${x.topup_url}\`), then send the balance token as \`Authorization: Bearer <BALANCE_TOKEN>\` on the MCP HTTP requests, or as the \`balance_token\` argument.`,
     '',
-    `A refusal (unknown product, invalid arguments, unknown or expired quote, insufficient balance, …) is a tool result with \`isError: true\` whose \`structuredContent\` is the same RFC 9457 problem details as the HTTP API (\`type\`, \`title\`, \`status\`, \`detail\`; \`field\` for invalid arguments; see [Errors](#errors)). An unknown tool name is a JSON-RPC error (-32602).`,
+    `A refusal (unknown product, invalid arguments, unknown or expired quote, insufficient balance, …) is a tool result with \`isError: true\` whose \`structuredContent\` is the same RFC 9457 problem details as the HTTP API (\`type\`, \`title\`, \`status\`, \`detail\`; \`field\`, \`expected\` and \`got\` for invalid arguments; see [Errors](#errors)). An unknown tool name is a JSON-RPC error (-32602); so are params of \`initialize\`, \`tools/list\` or \`tools/call\` that do not fit the protocol, with \`data\` naming the \`field\`, what is \`expected\` and what it \`got\`. A \`balance_token\` argument takes from the same rate limit as \`Authorization: Bearer\` (a refusal is the 429 problem).`,
     '',
     `A complete TypeScript program with the official SDK (\`npm install @modelcontextprotocol/sdk\`, run with \`BALANCE_TOKEN=… npx tsx buy.ts\`):`,
     '',
