@@ -131,11 +131,11 @@ export function rateLimitMiddleware(settings: RateLimitSettings | number, legacy
       // A balance token can also arrive in a body (an MCP tool argument, an A2A data part): the
       // adapter hands it here once read, and it takes from the very bucket a Bearer token takes
       // from - unless it is the Bearer token of this request, already counted above.
-      const counted = tokenPolicy.key(ctx);
+      // (The Bearer key is worked out again only when a body token comes: the hot path hashes once.)
       const limitToken: TokenLimit = (token) => {
         if (!isWellFormedToken(token)) return;
         const key = hashToken(token);
-        if (key === counted) return;
+        if (key === tokenPolicy.key(ctx)) return;
         const t = tokenPolicy.limiter.takeInfo(key);
         if (t.wait > 0) throw refusal(tokenPolicy, t.wait, ctx);
       };
