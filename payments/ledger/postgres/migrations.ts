@@ -127,8 +127,10 @@ export const MIGRATIONS: Migration[] = [
       // Not money and not exported: a row lives for the minutes of its challenge's window and is
       // deleted by the next credit after that (ledger.ts creditSql). Tokens issued before this
       // migration are untouched: balances and tokens are kept as SHA-256, whatever made the token.
+      // No foreign key to lds_topups: a row is written in the same statement as its top-up, and a
+      // constraint on lds_topups.challenge_id must stay droppable (ledger-verify's corruption tests).
       `CREATE TABLE lds_token_seals (
-        challenge_id ${KEY} PRIMARY KEY REFERENCES lds_topups (challenge_id),
+        challenge_id ${KEY} PRIMARY KEY,
         sealed TEXT NOT NULL,
         expires_at BIGINT NOT NULL
       )`,
