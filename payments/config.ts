@@ -7,6 +7,7 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { isPostgresUrl } from './ledger/open.ts';
 import { generateReceiptKey, ReceiptKeyError, ReceiptSigner } from './receipts.ts';
+import { parseAmountCents } from '../contract/money.ts';
 
 export type ProcessorName = 'sandbox' | 'stripe';
 
@@ -54,11 +55,25 @@ export interface ServiceConfig {
   operatorToken: string;
   /** Ed25519 JWKs of signed receipts: the first signs, the rest are retired keys still published (payments/receipts.ts). */
   receiptKeys: unknown[];
+  /** Largest single operator adjustment (credit or debit), in cents (LDS_MAX_ADJUSTMENT; default the top-up maximum). */
+  maxAdjustmentCents: number;
 }
 
 export const MIN_SECRET_BYTES = 32;
 
 export class ConfigError extends Error {}
+
+/** The top-up maximum (payments/topup/handler.ts TOPUP_MAXIMUM_CENTS), the default ceiling of one operator adjustment. */
+export const DEFAULT_MAX_ADJUSTMENT_CENTS = 1_000_000;
+
+/** An amount setting such as "10000.00" (EUR, at most two decimals, > 0), in cents. */
+function amountSetting(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const cents = parseAmountCents(raw);
+  if (cents === null || cents <= 0) throw new ConfigError(`${name} must be a positive amount in EUR with at most two decimals, e.g. "10000.00": ${raw}`);
+  return cents;
+}
 
 function intSetting(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): number {
   const raw = env[name];
@@ -213,5 +228,6 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     shutdownGraceMs: intSetting(env, 'LDS_SHUTDOWN_GRACE_MS', 10_000, 0),
     ...requestTimeouts(env),
     receiptKeys: await receiptKeys(env, production, secretsDir),
+    maxAdjustmentCents: amountSetting(env, 'LDS_MAX_ADJUSTMENT', DEFAULT_MAX_ADJUSTMENT_CENTS),
   };
 }

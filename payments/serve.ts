@@ -204,6 +204,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     logger,
     receipts,
     operatorToken: config.operatorToken,
+    maxAdjustmentCents: config.maxAdjustmentCents,
     ledger,
     processor,
     rateLimit: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst, tokenPerSecond: config.rateLimitTokenPerSecond, tokenBurst: config.rateLimitTokenBurst },

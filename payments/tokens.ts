@@ -4,7 +4,7 @@
 // keeps only its SHA-256, so a copy of the ledger cannot be used to spend anyone's balance, and the
 // hash doubles as the balance id inside the ledger. Tokens never go into logs or URLs: callers log
 // at most `tokenHint(hash)`.
-import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const BALANCE_TOKEN_PREFIX = 'lds_bal_';
 const TOKEN_BYTES = 32; // 256 bits
@@ -25,14 +25,45 @@ export function newBalanceToken(): NewToken {
 }
 
 /**
- * The token of a balance created by a top-up: an HMAC of the MPP challenge id under the server's
- * secret. Without the secret it is as unguessable as 256 random bits; with it the service can give a
- * buyer who lost the 200 answer the same token again when they resend the very same credential
- * (see topup.ts), instead of stranding money they paid. Domain-separated from the challenge MAC.
+ * Sealing the token of a balance opened by a top-up, for the replay rule (topup/handler.ts): the
+ * very credential that paid, resent before its challenge expires, gets the same answer with the
+ * same token. The token itself is random (newBalanceToken); what the ledger keeps for the replay is
+ * the token encrypted (AES-256-GCM) under a key derived (HKDF-SHA-256) from the whole MPP
+ * credential, which carries the buyer's Shared Payment Token. So only a resend of that credential
+ * opens it: no server secret, ledger copy or public datum (the challenge id is public) yields a
+ * token, and the SHA-256 of the credential the ledger also keeps is not the key (HKDF is keyed
+ * differently). The ledger drops the sealed token once the challenge's window has closed.
  */
-export function balanceTokenForChallenge(secret: string, challengeId: string): NewToken {
-  const token = BALANCE_TOKEN_PREFIX + createHmac('sha256', secret).update(`lds balance token\0${challengeId}`).digest('base64url');
-  return { token, hash: hashToken(token) };
+const SEAL_SALT = 'lds balance token seal v1';
+const SEAL_IV_BYTES = 12;
+const SEAL_TAG_BYTES = 16;
+
+function sealKey(credential: string, challengeId: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', Buffer.from(credential, 'utf8'), SEAL_SALT, `challenge ${challengeId}`, 32));
+}
+
+/** base64url(iv ‖ tag ‖ ciphertext) of the token, bound to the challenge id (as associated data). */
+export function sealBalanceToken(token: string, credential: string, challengeId: string): string {
+  const iv = randomBytes(SEAL_IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', sealKey(credential, challengeId), iv);
+  cipher.setAAD(Buffer.from(challengeId, 'utf8'));
+  const ct = Buffer.concat([cipher.update(token, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), ct]).toString('base64url');
+}
+
+/** The token sealed by sealBalanceToken, or null when this credential (or challenge) did not seal it. */
+export function openBalanceToken(sealed: string, credential: string, challengeId: string): string | null {
+  try {
+    const raw = Buffer.from(sealed, 'base64url');
+    if (raw.length <= SEAL_IV_BYTES + SEAL_TAG_BYTES) return null;
+    const decipher = createDecipheriv('aes-256-gcm', sealKey(credential, challengeId), raw.subarray(0, SEAL_IV_BYTES));
+    decipher.setAAD(Buffer.from(challengeId, 'utf8'));
+    decipher.setAuthTag(raw.subarray(SEAL_IV_BYTES, SEAL_IV_BYTES + SEAL_TAG_BYTES));
+    const token = Buffer.concat([decipher.update(raw.subarray(SEAL_IV_BYTES + SEAL_TAG_BYTES)), decipher.final()]).toString('utf8');
+    return isWellFormedToken(token) ? token : null;
+  } catch {
+    return null; // another credential: the tag does not verify
+  }
 }
 
 /** Hex SHA-256 of a UTF-8 string: how secrets (tokens, payment credentials) are kept. */

@@ -150,10 +150,14 @@ test('paid draw with balance_token in the data part; the token is not kept in th
   assert.is(r.result.status.state, 'completed', JSON.stringify(r.result.status));
   assert.is(r.result.artifacts[0].parts[0].data.units.length, q.unit_count);
   assert.not.ok(JSON.stringify(r.result).includes(t), 'token not echoed');
-  const got: any = await c.getTask({ id: r.result.id, historyLength: 10 });
+  // The paid task is the paying token's: read with it (issue 23: without it, the state alone).
+  const got: any = await (await client(t)).getTask({ id: r.result.id, historyLength: 10 });
   assert.ok(got.result.history.length >= 1);
   assert.not.ok(JSON.stringify(got.result).includes(t), 'token not stored');
   assert.is(got.result.history[0].parts[0].data.quote_id, q.quote_id);
+  const anonymous: any = await c.getTask({ id: r.result.id, historyLength: 10 });
+  assert.is(anonymous.result.status.state, 'completed');
+  assert.equal([anonymous.result.artifacts, anonymous.result.history], [[], []]);
 });
 
 test('JSON only: a text part, a file part or non-JSON output modes get ContentTypeNotSupportedError (-32005)', async () => {

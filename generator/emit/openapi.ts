@@ -38,7 +38,7 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['quote-paid-by-another-balance', 409, 'the quote was already paid from a different balance'],
   ['request-timeout', 408, 'the request (headers and body) was not received within the server\'s request timeout; the connection is closed'],
   ['body-too-large', 413, `request body above ${DRAW_BOUNDS.maxBodyBytes} bytes`],
-  ['unsupported-media-type', 415, 'the body is not application/json'],
+  ['unsupported-media-type', 415, 'the body is not application/json with no parameter or charset=utf-8 (other charsets and +json types are refused)'],
   ['request-header-fields-too-large', 431, 'the request headers are too large'],
   ['rate-limited', 429, 'too many requests from this client address or balance token (`policy`: `addr` or `token`); `Retry-After` says when to retry, `RateLimit` and `RateLimit-Policy` describe the limits'],
   ['operator-token-required', 401, 'an operator endpoint (`/metrics`, the admin API) without `Authorization: Bearer <LDS_OPERATOR_TOKEN>`'],
@@ -69,6 +69,7 @@ const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
   ['processor-mismatch', 409, 'admin API: the top-up was paid through another processor'],
   ['refund-exceeds-payment', 422, 'admin API: more than what is left to refund of the draw or top-up; `available` says how much'],
   ['adjustment-below-zero', 422, 'admin API: a debit would take the balance below zero; `balance` says what it holds'],
+  ['adjustment-above-maximum', 422, 'admin API: one adjustment above the most one correction may move (LDS_MAX_ADJUSTMENT, default the top-up maximum); `maximum` says how much'],
   ['nothing-to-refund', 422, 'admin API: the top-up was refunded already or its money spent'],
 ];
 
@@ -516,7 +517,7 @@ const adminOp = (operationId: string, summary: string, description: string, body
       '401': problemResponse('`operator-token-required`'),
       '404': problemResponse('`unknown-draw`, `unknown-topup` or `unknown-balance`'),
       '409': problemResponse('`idempotency-key-reused`'),
-      '422': problemResponse('`refund-exceeds-payment`, `adjustment-below-zero` or `nothing-to-refund`'),
+      '422': problemResponse('`refund-exceeds-payment`, `adjustment-below-zero`, `adjustment-above-maximum` or `nothing-to-refund`'),
       ...extra,
       ...commonProblems,
     },

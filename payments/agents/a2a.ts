@@ -14,7 +14,12 @@
 //   push-notification config methods, or a pushNotificationConfig on message/send → -32003
 //   a problem from the service (unknown product, expired quote, insufficient balance, …) → the task
 //   fails; its status message carries the problem as a data part (and in metadata.problem).
+//   a balance token in a data part takes from that token's rate-limit bucket → -32029 with the 429 problem
+// tasks/get: a task made with a balance token (a paid draw, a refusal, a quote for that balance) shows
+// its artifacts only to a read with the same token; anyone else with the id gets its state alone
+// (DrawTaskStore). Paid draws are kept apart from other tasks, so free quotes cannot push them out.
 import { randomUUID } from 'node:crypto';
+import { hashesEqual, hashToken } from '../tokens.ts';
 import type { Middleware } from 'koa';
 import * as z from 'zod';
 import type { AgentCard, Artifact, Message, MessageSendParams, Task, TaskState } from '@a2a-js/sdk';
@@ -31,6 +36,7 @@ import {
 } from '@a2a-js/sdk/server';
 import type { DrawService } from '../draw/service.ts';
 import { Problem } from '../problem.ts';
+import { tokenLimitOf, type TokenLimit } from '../http/ratelimit.ts';
 import { type AgentBounds, agentDrawSchema, balanceTokenOf, DEFAULT_MAX_BODY_BYTES, FALLBACK_BOUNDS, malformed, problemOf, plural, readJsonBody, toDrawRequest } from './common.ts';
 
 export const JSON_MODE = 'application/json';
@@ -49,16 +55,19 @@ export interface A2aOptions {
   /** Path the endpoint answers at. Default: the path of agentCard.url. */
   path?: string;
   maxBodyBytes?: number;
-  /** Where tasks are kept for tasks/get. Default: an in-memory store bounded to `maxTasks`. */
+  /** Where tasks are kept for tasks/get. Default: a DrawTaskStore (paid draws and other tasks bounded apart). */
   taskStore?: TaskStore;
-  maxTasks?: number;
   /** Draw-request bounds from the OpenAPI document (as the HTTP API validates). */
   bounds?: AgentBounds;
 }
 
 /** The caller, as far as the A2A layer knows: the balance token it presented, if any. */
 class BalanceHolder implements User {
-  constructor(readonly token: string | undefined) {}
+  constructor(
+    readonly token: string | undefined,
+    /** The rate limit of this HTTP request's balance token bucket (payments/http/ratelimit.ts). */
+    readonly limitToken: TokenLimit = () => {},
+  ) {}
   get isAuthenticated(): boolean {
     return this.token !== undefined;
   }
@@ -72,19 +81,100 @@ function tokenOf(ctx: ServerCallContext | undefined): string | undefined {
   return u instanceof BalanceHolder ? u.token : undefined;
 }
 
-/** Keeps the most recent tasks in memory (oldest dropped first), so the store cannot grow without bound. */
-export class BoundedTaskStore implements TaskStore {
-  private readonly tasks = new Map<string, Task>();
-  constructor(private readonly max = 1000) {}
-  async load(taskId: string): Promise<Task | undefined> {
-    const t = this.tasks.get(taskId);
-    return t ? structuredClone(t) : undefined;
+/** What a task read with another token (or none) says instead of its artifacts. */
+export const WITHHELD_NOTE =
+  'This task was made with a balance token; its artifacts (a paid draw, a receipt, a quote or refusal for that balance) are shown only to a tasks/get that sends the same token as Authorization: Bearer.';
+
+/** How long a paid draw's task stays readable with tasks/get, and how many are kept (per instance, in memory). */
+export const PAID_TASK_TTL_MS = 24 * 60 * 60 * 1000;
+export const MAX_PAID_TASKS = 1000;
+export const MAX_OTHER_TASKS = 1000;
+
+interface Kept {
+  task: Task;
+  /** SHA-256 of the balance token the task was made with; only that token reads its artifacts */
+  owner?: string;
+  /** paid draws: when the task is dropped */
+  until?: number;
+}
+
+/** A task that holds a paid draw (its units and receipt). */
+function isPaid(task: Task): boolean {
+  return (task.artifacts ?? []).some((a) => a.name === 'draw');
+}
+
+/**
+ * Keeps tasks in memory for tasks/get, in two separately bounded sets so free requests can never
+ * push out what someone paid for: paid draws (at most `maxPaid`, each for `paidTtlMs`) and every
+ * other task (quotes and refusals, at most `maxOther`), oldest dropped first within each set.
+ *
+ * A task made with a balance token is that token's: a read with another token or none gets the
+ * task's id, context and state, but no artifacts, status message, history or metadata (what it
+ * says instead is WITHHELD_NOTE). Anonymous quotes are readable by whoever has the task id.
+ */
+export class DrawTaskStore implements TaskStore {
+  private readonly paid = new Map<string, Kept>();
+  private readonly other = new Map<string, Kept>();
+  constructor(
+    private readonly o: { maxPaid?: number; maxOther?: number; paidTtlMs?: number; now?: () => number } = {},
+  ) {}
+
+  async load(taskId: string, context?: ServerCallContext): Promise<Task | undefined> {
+    const now = (this.o.now ?? Date.now)();
+    const kept = this.paid.get(taskId) ?? this.other.get(taskId);
+    if (!kept) return undefined;
+    if (kept.until !== undefined && kept.until <= now) {
+      this.paid.delete(taskId);
+      return undefined;
+    }
+    if (kept.owner === undefined) return structuredClone(kept.task);
+    const token = tokenOf(context);
+    if (token && token !== 'malformed' && hashesEqual(hashToken(token), kept.owner)) return structuredClone(kept.task);
+    return withheld(kept.task);
   }
-  async save(task: Task): Promise<void> {
-    this.tasks.delete(task.id);
-    this.tasks.set(task.id, structuredClone(task));
-    while (this.tasks.size > this.max) this.tasks.delete(this.tasks.keys().next().value as string);
+
+  async save(task: Task, context?: ServerCallContext): Promise<void> {
+    const token = tokenOf(context);
+    const owner = token && token !== 'malformed' ? hashToken(token) : undefined;
+    const prior = this.paid.get(task.id) ?? this.other.get(task.id);
+    // Only its owner's requests change an owned task (the SDK saves on every event of a request).
+    if (prior?.owner !== undefined && prior.owner !== owner) return;
+    this.paid.delete(task.id);
+    this.other.delete(task.id);
+    if (isPaid(task)) {
+      const now = (this.o.now ?? Date.now)();
+      this.paid.set(task.id, { task: structuredClone(task), owner: owner ?? prior?.owner, until: now + (this.o.paidTtlMs ?? PAID_TASK_TTL_MS) });
+      // Oldest first, so the sweep stops at the first task still within its time.
+      for (const [id, k] of this.paid) {
+        if ((k.until ?? Infinity) > now) break;
+        this.paid.delete(id);
+      }
+      trim(this.paid, this.o.maxPaid ?? MAX_PAID_TASKS);
+    } else {
+      this.other.set(task.id, { task: structuredClone(task), owner: owner ?? prior?.owner });
+      trim(this.other, this.o.maxOther ?? MAX_OTHER_TASKS);
+    }
   }
+
+  get size(): { paid: number; other: number } {
+    return { paid: this.paid.size, other: this.other.size };
+  }
+}
+
+function trim(m: Map<string, Kept>, max: number): void {
+  while (m.size > max) m.delete(m.keys().next().value as string);
+}
+
+function withheld(task: Task): Task {
+  return {
+    kind: 'task',
+    id: task.id,
+    contextId: task.contextId,
+    status: { state: task.status.state, ...(task.status.timestamp ? { timestamp: task.status.timestamp } : {}) },
+    artifacts: [],
+    history: [],
+    metadata: { withheld: WITHHELD_NOTE },
+  };
 }
 
 function contentTypeError(detail: string): A2AError {
@@ -93,6 +183,12 @@ function contentTypeError(detail: string): A2AError {
     supported_input_modes: [JSON_MODE],
     supported_output_modes: [JSON_MODE],
   });
+}
+
+/** A refused request (429): JSON-RPC's implementation-defined server error, with the problem in `data`. */
+export const RATE_LIMITED_CODE = -32029;
+function rateLimited(p: Problem): A2AError {
+  return new A2AError(RATE_LIMITED_CODE, `Too many requests: ${p.detail ?? p.title}`, p.toJSON());
 }
 
 function invalidParams(p: Problem): A2AError {
@@ -135,10 +231,12 @@ const configurationSchema = z
   .optional();
 
 function prepare(params: MessageSendParams, context: ServerCallContext | undefined, drawSchema: DrawSchema): { params: MessageSendParams; context: ServerCallContext } {
-  const m = messageSchema.safeParse((params as { message?: unknown }).message);
-  if (!m.success) throw invalidParams(malformed(m.error, 'Invalid message', 'message'));
-  const conf = configurationSchema.safeParse((params as { configuration?: unknown }).configuration);
-  if (!conf.success) throw invalidParams(malformed(conf.error, 'Invalid configuration', 'configuration'));
+  const rawMessage = (params as { message?: unknown }).message;
+  const m = messageSchema.safeParse(rawMessage);
+  if (!m.success) throw invalidParams(malformed(m.error, 'Invalid message', rawMessage, 'message'));
+  const rawConf = (params as { configuration?: unknown }).configuration;
+  const conf = configurationSchema.safeParse(rawConf);
+  if (!conf.success) throw invalidParams(malformed(conf.error, 'Invalid configuration', rawConf, 'configuration'));
   const accepted = params.configuration?.acceptedOutputModes;
   if (accepted && accepted.length && !accepted.some((x) => x === JSON_MODE || x === '*/*' || x === 'application/*')) {
     throw contentTypeError(`This agent answers in ${JSON_MODE} only; acceptedOutputModes was ${JSON.stringify(accepted)}.`);
@@ -153,13 +251,23 @@ function prepare(params: MessageSendParams, context: ServerCallContext | undefin
   if (parts.length !== 1) throw invalidParams(new Problem(400, 'malformed-request', 'Malformed request', `message.parts: send exactly one data part (got ${parts.length})`, { field: 'message.parts' }));
   const data = (parts[0] as { data?: unknown }).data;
   const parsed = drawSchema.safeParse(data);
-  if (!parsed.success) throw invalidParams(malformed(parsed.error, 'Invalid draw request', 'message.parts.0.data'));
+  if (!parsed.success) throw invalidParams(malformed(parsed.error, 'Invalid draw request', data, 'message.parts.0.data'));
   const { balance_token, ...request } = parsed.data;
+  const holder = context?.user instanceof BalanceHolder ? context.user : undefined;
+  // A token in the data part takes from the same bucket as one in Authorization (a 429 problem).
+  if (balance_token !== undefined) {
+    try {
+      holder?.limitToken(balance_token);
+    } catch (err) {
+      if (err instanceof Problem) throw rateLimited(err);
+      throw err;
+    }
+  }
   const token = balance_token ?? tokenOf(context);
   const message: Message = { ...params.message, parts: [{ ...parts[0], kind: 'data', data: request }] };
   return {
     params: { ...params, message },
-    context: new ServerCallContext(context?.requestedExtensions, new BalanceHolder(token)),
+    context: new ServerCallContext(context?.requestedExtensions, new BalanceHolder(token, holder?.limitToken)),
   };
 }
 
@@ -234,7 +342,7 @@ function rpcError(id: unknown, code: number, message: string, data?: Record<stri
 export function createA2aRequestHandler(service: DrawService, agentCard: AgentCard, opts: A2aOptions = {}): DefaultRequestHandler {
   const card: AgentCard = { ...agentCard, capabilities: { ...agentCard.capabilities, streaming: false, pushNotifications: false } };
   const schema = agentDrawSchema(opts.bounds ?? FALLBACK_BOUNDS);
-  return new DrawRequestHandler(card, opts.taskStore ?? new BoundedTaskStore(opts.maxTasks), new DrawExecutor(service, schema), schema);
+  return new DrawRequestHandler(card, opts.taskStore ?? new DrawTaskStore(), new DrawExecutor(service, schema), schema);
 }
 
 /**
@@ -261,7 +369,7 @@ export function createA2aMiddleware(service: DrawService, agentCard: AgentCard, 
       ctx.body = rpcError(null, read.status === 400 ? -32700 : -32600, read.message);
       return;
     }
-    const context = new ServerCallContext(undefined, new BalanceHolder(balanceTokenOf(ctx.get('authorization'))));
+    const context = new ServerCallContext(undefined, new BalanceHolder(balanceTokenOf(ctx.get('authorization')), tokenLimitOf(ctx)));
     let response: unknown;
     try {
       response = await transport.handle(read.body, context);

@@ -7,6 +7,7 @@ import type { Context } from 'koa';
 import * as z from 'zod';
 import type { DrawRequest } from '../draw/service.ts';
 import { Problem } from '../problem.ts';
+import { jsonMediaTypeRefusal, jsonSyntaxDetail } from '../http/body.ts';
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
 
@@ -19,8 +20,11 @@ export type BodyResult = { ok: true; body: unknown } | { ok: false; status: 400 
 export async function readJsonBody(ctx: Context, limit = DEFAULT_MAX_BODY_BYTES): Promise<BodyResult> {
   const pre = (ctx.request as { body?: unknown }).body;
   if (pre !== undefined && (ctx.req as { readableEnded?: boolean }).readableEnded) return { ok: true, body: pre };
-  const type = ctx.get('content-type');
-  if (type && !/^application\/([\w.+-]*\+)?json\b/i.test(type)) return { ok: false, status: 415, message: `Content-Type must be application/json, not ${type}` };
+  const refusal = jsonMediaTypeRefusal(ctx.get('content-type'));
+  if (refusal) {
+    ctx.req.resume();
+    return { ok: false, status: 415, message: refusal };
+  }
   const declared = Number(ctx.get('content-length') || '0');
   if (declared > limit) {
     ctx.req.resume();
@@ -45,7 +49,7 @@ export async function readJsonBody(ctx: Context, limit = DEFAULT_MAX_BODY_BYTES)
   try {
     return { ok: true, body: JSON.parse(text) };
   } catch (e) {
-    return { ok: false, status: 400, message: `Malformed JSON: ${(e as Error).message}` };
+    return { ok: false, status: 400, message: `Parse error: ${jsonSyntaxDetail(text, e)}; send one JSON-RPC request object.` };
   }
 }
 
@@ -57,19 +61,77 @@ export function problemOf(err: unknown): Record<string, unknown> {
   return new Problem(500, 'internal', 'Internal error', 'The request could not be completed. Retrying is safe: a paid draw is charged at most once per quote_id and a top-up credential at most once.').toJSON();
 }
 
+/** What a failing field holds, in words ("a number", "nothing: the field is missing"). */
+function gotOf(v: unknown): string {
+  if (v === undefined) return 'nothing (the field is missing)';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return `a list of ${v.length} item${v.length === 1 ? '' : 's'}`;
+  if (typeof v === 'string') return `a string of ${v.length} character${v.length === 1 ? '' : 's'}`;
+  if (typeof v === 'number') return Number.isInteger(v) ? `the whole number ${v}` : `the number ${v}`;
+  if (typeof v === 'boolean') return String(v);
+  return `a ${typeof v}`;
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let v = input;
+  for (const k of path) v = v !== null && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined;
+  return v;
+}
+
+const TYPE_WORDS: Record<string, string> = { string: 'a string', number: 'a number', int: 'a whole number', boolean: 'true or false', object: 'an object', array: 'a list', literal: 'a fixed value' };
+
+/** One failing field in the service's words: which field, what it must be, what it was. */
+export interface FieldError {
+  field: string;
+  expected: string;
+  got: string;
+}
+
+/**
+ * A schema-validator issue (zod) told in the service's own words, never the validator's message
+ * or its raw issue list: the field (dotted path under `prefix`), what is expected, what was sent.
+ */
+export function describeIssue(issue: z.core.$ZodIssue, input: unknown, prefix?: string, root = '(params)'): FieldError {
+  const path = issue.path as PropertyKey[];
+  const field = [...(prefix ? [prefix] : []), ...path.map(String)].join('.') || root;
+  const value = valueAt(input, path);
+  const i = issue as z.core.$ZodIssue & { expected?: string; origin?: string; minimum?: number | bigint; maximum?: number | bigint; keys?: string[]; values?: unknown[]; format?: string };
+  const size = (bound: string, n: number | bigint | undefined) =>
+    i.origin === 'string' ? `a string of ${bound} ${n} characters` : i.origin === 'array' || i.origin === 'set' ? `a list of ${bound} ${n} items` : `a number ${bound === 'at least' ? '>=' : '<='} ${n}`;
+  switch (issue.code) {
+    case 'invalid_type':
+      return { field, expected: TYPE_WORDS[i.expected ?? ''] ?? `a value of type ${i.expected}`, got: gotOf(value) };
+    case 'too_small':
+      return { field, expected: size('at least', i.minimum), got: gotOf(value) };
+    case 'too_big':
+      return { field, expected: size('at most', i.maximum), got: gotOf(value) };
+    case 'unrecognized_keys':
+      return { field, expected: 'only the documented fields', got: `the unknown field${(i.keys ?? []).length === 1 ? '' : 's'} ${(i.keys ?? []).map((k) => JSON.stringify(k)).join(', ')}` };
+    case 'invalid_value':
+      return { field, expected: `one of ${(i.values ?? []).map((x) => JSON.stringify(x)).join(', ')}`, got: typeof value === 'string' ? JSON.stringify(value.slice(0, 60)) : gotOf(value) };
+    case 'invalid_format':
+      return { field, expected: `a ${i.format ?? 'well-formed'} string`, got: gotOf(value) };
+    case 'not_multiple_of':
+      return { field, expected: 'a whole number', got: gotOf(value) };
+    default:
+      return { field, expected: 'a value of the documented shape', got: gotOf(value) };
+  }
+}
+
+/** "field: expected X, got Y" for up to five issues. */
+export function issuesInWords(error: z.ZodError, input: unknown, prefix?: string, root?: string): { first: FieldError | undefined; text: string } {
+  const words = error.issues.slice(0, 5).map((i) => describeIssue(i, input, prefix, root));
+  return { first: words[0], text: words.map((w) => `${w.field}: expected ${w.expected}, got ${w.got}`).join('; ') };
+}
+
 /**
  * A malformed agent request: the HTTP API's 400 `malformed-request` problem, with `field` the
- * dotted path of the first failing field (under `prefix`, e.g. "message.parts.0.data").
+ * dotted path of the first failing field (under `prefix`, e.g. "message.parts.0.data") and what
+ * it expected and got, in the service's words.
  */
-export function malformed(error: z.ZodError, where: string, prefix?: string): Problem {
-  const join = (path: PropertyKey[]) => [...(prefix ? [prefix] : []), ...path.map(String)].join('.');
-  const issue = error.issues[0];
-  const field = issue ? join(issue.path) : prefix;
-  const detail = error.issues
-    .slice(0, 5)
-    .map((i) => (i.path.length || prefix ? `${join(i.path)}: ${i.message}` : i.message))
-    .join('; ');
-  return new Problem(400, 'malformed-request', 'Malformed request', `${where}: ${detail}`, field ? { field } : {});
+export function malformed(error: z.ZodError, where: string, input: unknown, prefix?: string, root?: string): Problem {
+  const { first, text } = issuesInWords(error, input, prefix, root);
+  return new Problem(400, 'malformed-request', 'Malformed request', `${where}: ${text}`, first ? { field: first.field, expected: first.expected, got: first.got } : {});
 }
 
 // ---- draw-request shapes shared by the MCP tool schemas and the A2A data parts ----

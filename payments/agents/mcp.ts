@@ -12,11 +12,12 @@ import type { Middleware } from 'koa';
 import * as z from 'zod';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, InitializeRequestSchema, ListToolsRequestSchema, McpError, PingRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { BalanceView, DrawService, PaidDraw, Quote } from '../draw/service.ts';
 import { Problem } from '../problem.ts';
 import { problems } from '../draw/store-service.ts';
+import { tokenLimitOf, type TokenLimit } from '../http/ratelimit.ts';
 import {
   type AgentBounds,
   balanceTokenOf,
@@ -24,6 +25,7 @@ import {
   DEFAULT_MAX_BODY_BYTES,
   drawRequestShape,
   FALLBACK_BOUNDS,
+  issuesInWords,
   malformed,
   problemOf,
   productIdSchema,
@@ -150,6 +152,8 @@ type Inputs = ReturnType<typeof inputSchemas>;
 
 interface ToolCtx {
   token?: string;
+  /** Takes a `balance_token` argument's request from that token's rate-limit bucket (payments/http/ratelimit.ts). */
+  limitToken: TokenLimit;
 }
 
 interface ToolDef {
@@ -323,7 +327,7 @@ function listing(defs: ToolDef[]): Tool[] {
 
 const LenientCallToolRequest = z.object({ method: z.literal('tools/call'), params: z.unknown() });
 
-function buildServer(defs: ToolDef[], tools: Tool[], opts: McpOptions): Server {
+function buildServer(defs: ToolDef[], tools: Tool[], opts: McpOptions, limitToken: TokenLimit): Server {
   const server = new Server(opts.serverInfo ?? { name: 'lds-catalogue', version: '1.0.0' }, {
     capabilities: { tools: {} },
     instructions:
@@ -335,14 +339,17 @@ function buildServer(defs: ToolDef[], tools: Tool[], opts: McpOptions): Server {
   // params get JSON-RPC -32602 (invalid params) instead of the SDK's generic -32603.
   server.setRequestHandler(LenientCallToolRequest, async (raw, extra) => {
     const checked = CallToolRequestSchema.shape.params.safeParse(raw.params);
-    if (!checked.success) throw new McpError(ErrorCode.InvalidParams, `Invalid tools/call params: ${checked.error.issues.map((i) => `${i.path.join('.') || '(params)'}: ${i.message}`).join('; ')}`);
+    if (!checked.success) throw new McpError(ErrorCode.InvalidParams, `Invalid params for tools/call: ${issuesInWords(checked.error, raw.params, 'params').text}`);
     const request = { params: checked.data };
     const def = defs.find((d) => d.name === request.params.name);
     if (!def) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(request.params.name)}; tools: ${defs.map((d) => d.name).join(', ')}`);
-    const parsed = def.input.safeParse(request.params.arguments ?? {});
-    if (!parsed.success) return errorResult(malformed(parsed.error, `Invalid arguments for ${def.name}`));
+    const args = request.params.arguments ?? {};
+    const parsed = def.input.safeParse(args);
+    if (!parsed.success) return errorResult(malformed(parsed.error, `Invalid arguments for ${def.name}`, args, undefined, '(arguments)'));
     try {
-      const { structured, summary } = await def.run(parsed.data, { token: extra.authInfo?.token });
+      const argToken = (parsed.data as { balance_token?: unknown }).balance_token;
+      if (typeof argToken === 'string') limitToken(argToken);
+      const { structured, summary } = await def.run(parsed.data, { token: extra.authInfo?.token, limitToken });
       return okResult(structured, summary);
     } catch (err) {
       if (!(err instanceof Problem)) console.error(`mcp tool ${def.name} failed:`, err);
@@ -354,6 +361,31 @@ function buildServer(defs: ToolDef[], tools: Tool[], opts: McpOptions): Server {
 
 function rpcError(code: number, message: string) {
   return { jsonrpc: '2.0', error: { code, message }, id: null };
+}
+
+/** The requests this endpoint answers, with the SDK's own schema of each. */
+const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
+  initialize: InitializeRequestSchema,
+  ping: PingRequestSchema,
+  'tools/list': ListToolsRequestSchema,
+  'tools/call': CallToolRequestSchema,
+};
+
+/**
+ * Checks a request's params before the SDK sees them. The SDK answers bad params with its
+ * validator's raw issue list as the message (and for most methods as an internal error, -32603);
+ * this answers -32602 in the service's words, naming the field, what it expects and what came.
+ */
+export function invalidParamsAnswer(body: unknown): Record<string, unknown> | undefined {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  const msg = body as { id?: unknown; method?: unknown };
+  if (typeof msg.method !== 'string' || msg.id === undefined) return undefined;
+  const schema = REQUEST_SCHEMAS[msg.method];
+  if (!schema) return undefined;
+  const checked = schema.safeParse(body);
+  if (checked.success) return undefined;
+  const { first, text } = issuesInWords(checked.error, body, undefined, '(request)');
+  return { jsonrpc: '2.0', id: msg.id, error: { code: ErrorCode.InvalidParams, message: `Invalid params for ${msg.method}: ${text}`, ...(first ? { data: first } : {}) } };
 }
 
 /**
@@ -380,10 +412,17 @@ export function createMcpMiddleware(service: DrawService, opts: McpOptions = {})
       ctx.body = rpcError(read.status === 400 ? -32700 : -32600, read.message);
       return;
     }
+    const invalid = invalidParamsAnswer(read.body);
+    if (invalid) {
+      ctx.status = 200;
+      ctx.type = 'application/json';
+      ctx.body = invalid;
+      return;
+    }
     const token = balanceTokenOf(ctx.get('authorization'));
     const req = ctx.req as IncomingMessage & { auth?: AuthInfo };
     if (token) req.auth = { token, clientId: 'balance-token', scopes: [] };
-    const server = buildServer(defs, tools, opts);
+    const server = buildServer(defs, tools, opts, tokenLimitOf(ctx));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.respond = false;
     ctx.res.on('close', () => {

@@ -32,6 +32,8 @@ export interface AdminOptions {
   operatorToken: string;
   maxBodyBytes: number;
   logger?: LoggerLike;
+  /** Largest single adjustment (credit or debit), in cents: LDS_MAX_ADJUSTMENT. */
+  maxAdjustmentCents: number;
 }
 
 const malformed = (field: string, detail: string) => new Problem(400, 'malformed-request', 'Malformed request', detail, { field });
@@ -133,6 +135,14 @@ export function mountAdmin(router: Router, o: AdminOptions): void {
     const b = objectBody(await readJsonBody(ctx, o.maxBodyBytes));
     if (b.direction !== 'credit' && b.direction !== 'debit') throw malformed('direction', 'direction must be "credit" (add to the balance) or "debit" (take from it)');
     const amount = amountOf(b, true)!;
+    // A ceiling per correction, like the top-up maximum: a slip of the keyboard (10000000.00 for
+    // 100.00) or a stolen operator token cannot mint an unbounded balance in one request.
+    if (amount > o.maxAdjustmentCents) {
+      throw new Problem(422, 'adjustment-above-maximum', 'Adjustment above the maximum', `One adjustment may move at most ${formatCents(o.maxAdjustmentCents)} EUR (LDS_MAX_ADJUSTMENT); ${formatCents(amount)} EUR was asked. Split a larger correction into several, each with its own Idempotency-Key, or raise LDS_MAX_ADJUSTMENT.`, {
+        field: 'amount',
+        maximum: formatCents(o.maxAdjustmentCents),
+      });
+    }
     const reason = reasonOf(b);
     // Which balance: its id, or the balance that made a draw or a top-up.
     let balance: string;

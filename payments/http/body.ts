@@ -5,7 +5,36 @@ import { Problem } from '../problem.ts';
 
 export const tooLarge = (limit: number) => new Problem(413, 'body-too-large', 'Request body too large', `The request body may be at most ${limit} bytes.`);
 
-const JSON_TYPE = /^application\/([\w.+-]*\+)?json\s*(;|$)/i;
+/**
+ * Why a request's Content-Type is not one this service reads, or undefined when it is. Request
+ * bodies are UTF-8 JSON and the OpenAPI document names `application/json` only, so the type must be
+ * exactly that, with no parameter or `charset=utf-8` (any case, optionally quoted). Anything else -
+ * `charset=utf-16`, a `+json` type, another parameter - would be read as something it is not.
+ */
+export function jsonMediaTypeRefusal(header: string | undefined): string | undefined {
+  const expected = 'Send the body as UTF-8 JSON with Content-Type: application/json (optionally with charset=utf-8)';
+  if (!header) return `${expected}; the request has no Content-Type.`;
+  const [essence, ...params] = header.split(';');
+  const got = `, not ${JSON.stringify(header.slice(0, 100))}`;
+  if (essence.trim().toLowerCase() !== 'application/json') return `${expected}${got}.`;
+  for (const param of params) {
+    const m = /^\s*([!#$%&'*+.^`|~\w-]+)\s*=\s*("?)([^"]*)\2\s*$/.exec(param);
+    if (!m || m[1].toLowerCase() !== 'charset') return `${expected}${got}: the only parameter read is charset.`;
+    if (m[3].toLowerCase() !== 'utf-8') return `${expected}${got}: bodies are read as UTF-8, so charset may only be utf-8.`;
+  }
+  return undefined;
+}
+
+/** In the service's words: where a JSON text breaks, without the parser's own message (which varies by runtime). */
+export function jsonSyntaxDetail(text: string, err: unknown): string {
+  if (text.trim() === '') return 'the body is empty; expected a JSON value';
+  const message = err instanceof Error ? err.message : '';
+  const at = /position (\d+)/.exec(message);
+  const pos = at ? Number(at[1]) : /end of JSON input/i.test(message) ? text.length : undefined;
+  if (pos === undefined) return `the body is not valid JSON (${text.length} characters)`;
+  if (pos >= text.length) return `the body is not valid JSON: it ends after ${text.length} characters, before the value is complete`;
+  return `the body is not valid JSON: it breaks at character ${pos + 1} of ${text.length}`;
+}
 
 const malformedBody = () => new Problem(400, 'malformed-request', 'Malformed request', 'The request body could not be read.', { field: '(body)' });
 
@@ -68,10 +97,10 @@ function readText(req: Req, limit: number): Promise<string> {
 }
 
 export async function readJsonBody(ctx: Context, limit: number): Promise<unknown> {
-  const type = ctx.get('content-type');
-  if (!JSON_TYPE.test(type)) {
+  const refusal = jsonMediaTypeRefusal(ctx.get('content-type'));
+  if (refusal) {
     ctx.req.resume();
-    throw new Problem(415, 'unsupported-media-type', 'Unsupported media type', `Send the body as application/json${type ? `, not ${type.slice(0, 100)}` : ''}.`);
+    throw new Problem(415, 'unsupported-media-type', 'Unsupported media type', refusal, { field: 'Content-Type' });
   }
   const declared = Number(ctx.get('content-length') || '0');
   if (declared > limit) {
@@ -82,6 +111,7 @@ export async function readJsonBody(ctx: Context, limit: number): Promise<unknown
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new Problem(400, 'malformed-request', 'Malformed request', `The body is not valid JSON: ${(e as Error).message.slice(0, 200)}`, { field: '(body)' });
+    const detail = jsonSyntaxDetail(text, e);
+    throw new Problem(400, 'malformed-request', 'Malformed request', detail[0].toUpperCase() + detail.slice(1) + '.', { field: '(body)' });
   }
 }

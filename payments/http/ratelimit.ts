@@ -16,7 +16,7 @@
 // the seconds until one request is allowed.
 import type { Context, Middleware } from 'koa';
 import { Problem } from '../problem.ts';
-import { balanceTokenOf, hashToken } from '../tokens.ts';
+import { balanceTokenOf, hashToken, isWellFormedToken } from '../tokens.ts';
 
 interface Bucket {
   tokens: number;
@@ -118,7 +118,29 @@ export function rateLimitMiddleware(settings: RateLimitSettings | number, legacy
       .map((p) => `"${p.name}";q=${p.burst};w=${windowOf(p.perSecond, p.burst)}`)
       .join(', ');
   const headerCache = new Map<string, string>();
+  const tokenPolicy = policies.find((p) => p.name === 'token');
+  const refusal = (p: (typeof policies)[number], wait: number, ctx: Context): Problem => {
+    s.onRefused?.(p.name);
+    const retry = Math.max(1, Math.ceil(wait / 1000));
+    ctx.set('Retry-After', String(retry));
+    const per = p.name === 'addr' ? 'client address' : 'balance token';
+    return new Problem(429, 'rate-limited', 'Too many requests', `Slow down: at most ${p.perSecond} requests per second (bursts of ${p.burst}) per ${per}. Retry-After says when to retry; RateLimit and RateLimit-Policy describe the limits.`, { policy: p.name, retry_after: retry });
+  };
   return async (ctx, next) => {
+    if (tokenPolicy) {
+      // A balance token can also arrive in a body (an MCP tool argument, an A2A data part): the
+      // adapter hands it here once read, and it takes from the very bucket a Bearer token takes
+      // from - unless it is the Bearer token of this request, already counted above.
+      // (The Bearer key is worked out again only when a body token comes: the hot path hashes once.)
+      const limitToken: TokenLimit = (token) => {
+        if (!isWellFormedToken(token)) return;
+        const key = hashToken(token);
+        if (key === tokenPolicy.key(ctx)) return;
+        const t = tokenPolicy.limiter.takeInfo(key);
+        if (t.wait > 0) throw refusal(tokenPolicy, t.wait, ctx);
+      };
+      (ctx.state as RateLimitState).limitToken = limitToken;
+    }
     const applied: string[] = [];
     const states: string[] = [];
     let refused: (typeof policies)[number] | undefined;
@@ -139,12 +161,18 @@ export function rateLimitMiddleware(settings: RateLimitSettings | number, legacy
     if (ph === undefined) headerCache.set(names, (ph = policyHeader(applied)));
     ctx.set('RateLimit-Policy', ph);
     ctx.set('RateLimit', states.join(', '));
-    if (refused) {
-      s.onRefused?.(refused.name);
-      ctx.set('Retry-After', String(Math.max(1, Math.ceil(wait / 1000))));
-      const per = refused.name === 'addr' ? 'client address' : 'balance token';
-      throw new Problem(429, 'rate-limited', 'Too many requests', `Slow down: at most ${refused.perSecond} requests per second (bursts of ${refused.burst}) per ${per}. Retry-After says when to retry; RateLimit and RateLimit-Policy describe the limits.`, { policy: refused.name });
-    }
+    if (refused) throw refusal(refused, wait, ctx);
     return next();
   };
+}
+
+/** Takes one request from a balance token's bucket; throws the 429 problem when it is empty. */
+export type TokenLimit = (token: string) => void;
+interface RateLimitState {
+  limitToken?: TokenLimit;
+}
+
+/** The token limit of this request (a no-op when no token limit is configured). */
+export function tokenLimitOf(ctx: Context): TokenLimit {
+  return (ctx.state as RateLimitState).limitToken ?? (() => {});
 }

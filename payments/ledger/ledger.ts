@@ -70,6 +70,17 @@ export interface CreditTopupInput {
   paymentRef: string;
   /** SHA-256 of the MPP credential, kept so the same credential resent can be answered again */
   credentialSha256?: string;
+  /**
+   * A new balance's token sealed under the paying credential (tokens.ts sealBalanceToken), kept in
+   * the same atomic change until `expiresAt` (ms, the challenge's expiry) so that credential, resent
+   * in time, gets the same token again. Never exported; dropped once expired.
+   */
+  tokenSeal?: TokenSeal;
+}
+
+export interface TokenSeal {
+  sealed: string;
+  expiresAt: number;
 }
 
 export type CreditTopupResult =
@@ -193,6 +204,11 @@ export interface Ledger {
   /** Credits (or creates) a balance for a processor payment, exactly once per challenge and payment. */
   creditTopup(input: CreditTopupInput): Promise<CreditTopupResult>;
 
+  /**
+   * The sealed token a top-up that opened a balance kept for challenge `challengeId`, while its
+   * window (`expiresAt`, the challenge's expiry in ms) is open; null after, or when none was kept.
+   */
+  findTokenSeal(challengeId: string, expiresAt: number): Promise<string | null>;
   /** The draw that paid this quote, if any (durable state only). */
   findDrawByQuote(quoteId: string): Promise<DrawRecord | null>;
   /** The top-up that consumed this MPP challenge, if any (durable state only). */

@@ -29,9 +29,21 @@ export const K = {
   idempotency: (key: string) => `i:${key}`,
   /** a balance token that was rotated in, or rotated out / revoked */
   token: (hash: string) => `k:${hash}`,
+  /**
+   * The sealed token of a balance a top-up opened, until its challenge expires (LevelDB; the
+   * PostgreSQL table is lds_token_seals). Keyed by expiry first, so expired seals are one range.
+   * Not money and not exported: the replay window it serves lasts minutes.
+   */
+  seal: (expiresAt: number, challengeId: string) => `z:${seqKey(expiresAt)}:${challengeId}`,
 } as const;
 
-export const PREFIX = { balance: 'b:', topup: 't:', draw: 'd:', challenge: 'c:', payment: 'p:', quote: 'q:', entry: 'e:', statement: 's:', correction: 'x:', idempotency: 'i:', token: 'k:' } as const;
+export const PREFIX = { balance: 'b:', topup: 't:', draw: 'd:', challenge: 'c:', payment: 'p:', quote: 'q:', entry: 'e:', statement: 's:', correction: 'x:', idempotency: 'i:', token: 'k:', seal: 'z:' } as const;
+
+export interface SealRecord {
+  challenge_id: string;
+  sealed: string;
+  expires_at: number;
+}
 
 /** Fixed-width so that key order is numeric order. */
 export function seqKey(seq: number): string {

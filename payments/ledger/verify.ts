@@ -23,6 +23,7 @@ import {
   type EntryRecord,
   type LedgerRecords,
   type StatementRecord,
+  type SealRecord,
   type TokenRecord,
   type TopupRecord,
 } from './records.ts';
@@ -66,6 +67,7 @@ interface Scan {
   corrections: Map<string, { key: string; value: CorrectionRecord }>;
   idempotency: Map<string, { key: string; value: { correction_id: string } }>; // by full key (i:)
   tokens: Map<string, { key: string; value: TokenRecord }>;
+  seals: { key: string; value: SealRecord }[];
   malformed: ViolationRecord[];
 }
 
@@ -161,6 +163,12 @@ export async function verifyRecords(records: LedgerRecords): Promise<Violation[]
   // Tokens name existing balances, under their own key.
   for (const t of scan.tokens.values()) {
     if (t.key !== K.token(t.value.token_hash) || !scan.balances.has(t.value.balance)) add('token_mismatch', `token record ${t.key} does not name an existing balance under its own key`, [t]);
+  }
+  for (const z of scan.seals) {
+    // A sealed token belongs to the top-up that opened a balance with that challenge.
+    const claim = scan.claims.get(K.challenge(z.value.challenge_id));
+    const t = claim ? scan.topups.get(claim.value.topup_id ?? '') : undefined;
+    if (!t || !t.value.created_balance || z.key !== K.seal(z.value.expires_at, z.value.challenge_id)) add('claim_mismatch', `sealed token ${z.key} does not belong to a top-up that opened a balance`, t ? [z, t] : [z]);
   }
   for (const t of scan.topups.values()) {
     if (!byTxn.has(`topup:${t.value.topup_id}`)) add('entry_mismatch', `top-up ${t.value.topup_id} has no ledger entries`, [t]);
@@ -268,7 +276,7 @@ export function formatViolations(violations: Violation[]): string {
 // ------------------------------------------------------------------------------------------
 
 async function readAll(records: LedgerRecords): Promise<Scan> {
-  const scan: Scan = { balances: new Map(), topups: new Map(), draws: new Map(), entries: [], claims: new Map(), statements: new Map(), corrections: new Map(), idempotency: new Map(), tokens: new Map(), malformed: [] };
+  const scan: Scan = { balances: new Map(), topups: new Map(), draws: new Map(), entries: [], claims: new Map(), statements: new Map(), corrections: new Map(), idempotency: new Map(), tokens: new Map(), seals: [], malformed: [] };
   for await (const [key, value] of records) {
     const rec = { key, value };
     const v = value as Record<string, unknown> | null;
@@ -315,6 +323,11 @@ async function readAll(records: LedgerRecords): Promise<Scan> {
         break;
       case PREFIX.token:
         if (isStr(v.token_hash) && isStr(v.balance)) scan.tokens.set(key, rec as { key: string; value: TokenRecord });
+        else bad();
+        break;
+      case PREFIX.seal:
+        // A sealed token for the replay window of a top-up (not money; see records.ts K.seal).
+        if (isStr(v.challenge_id) && isStr(v.sealed) && isCents(v.expires_at)) scan.seals.push(rec as { key: string; value: SealRecord });
         else bad();
         break;
       case PREFIX.statement: {

@@ -30,7 +30,7 @@ import { observeCharges, redactTokens, type ChargeObservation } from '../process
 import type { PaymentProcessor } from '../processors/types.ts';
 import type { TopupRecord } from '../ledger/records.ts';
 import type { ReceiptSignature, ReceiptSigner } from '../receipts.ts';
-import { balanceTokenForChallenge, bearerToken, hashesEqual, hashToken, sha256Hex, tokenHint } from '../tokens.ts';
+import { bearerToken, hashesEqual, hashToken, newBalanceToken, openBalanceToken, sealBalanceToken, sha256Hex, tokenHint } from '../tokens.ts';
 
 export const TOPUP_PATH = '/v1/lds/balance/topup';
 export const TOPUP_CURRENCY = CURRENCY;
@@ -212,7 +212,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
           const receiptHeader = result.withReceipt(new Response(null)).headers.get('Payment-Receipt');
           if (!receiptHeader || !challengeId) throw new Error('mppx accepted a credential without a receipt or a verifiable challenge id');
           const receipt = Receipt.deserialize(receiptHeader);
-          await credit(ctx, { cents, target, challengeId, paymentRef: receipt.reference, receiptHeader, credential: ctx.get(credentialHeader) });
+          await credit(ctx, { cents, target, challengeId, paymentRef: receipt.reference, receiptHeader, credential: ctx.get(credentialHeader), expires: verified?.expires });
           return;
         }
 
@@ -221,7 +221,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
         if (challengeId && r && r.replayed && r.status === 'succeeded' && r.amount === cents && (r.currency ?? 'eur').toLowerCase() === 'eur') {
           logger?.warn({ challenge: short(challengeId), payment: r.id }, 'top-up: crediting an idempotent replay of an uncredited payment');
           const receiptHeader = Receipt.serialize(Receipt.from({ method: 'stripe', status: 'success', reference: r.id, timestamp: new Date().toISOString() }));
-          await credit(ctx, { cents, target, challengeId, paymentRef: r.id, receiptHeader, credential: ctx.get(credentialHeader) });
+          await credit(ctx, { cents, target, challengeId, paymentRef: r.id, receiptHeader, credential: ctx.get(credentialHeader), expires: verified?.expires });
           return;
         }
         await refuse(ctx, result.challenge, observation, challengeId, cents, Boolean(ctx.get(credentialHeader)));
@@ -235,10 +235,15 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
 
   async function credit(
     ctx: Context,
-    p: { cents: number; target: { hash: string; create: boolean }; challengeId: string; paymentRef: string; receiptHeader: string; credential: string },
+    p: { cents: number; target: { hash: string; create: boolean }; challengeId: string; paymentRef: string; receiptHeader: string; credential: string; expires: string | undefined },
   ): Promise<void> {
-    const fresh = p.target.create ? balanceTokenForChallenge(secretKey, p.challengeId) : null;
+    // A new balance gets a random token. For the replay rule (answerAgain) the ledger keeps it
+    // sealed under this credential until the challenge expires: only this credential opens it.
+    const fresh = p.target.create ? newBalanceToken() : null;
+    const expiresAt = p.expires ? Date.parse(p.expires) : NaN;
+    const tokenSeal = fresh && Number.isSafeInteger(expiresAt) ? { sealed: sealBalanceToken(fresh.token, p.credential, p.challengeId), expiresAt } : undefined;
     const result = await ledger.creditTopup({
+      ...(tokenSeal ? { tokenSeal } : {}),
       tokenHash: fresh ? fresh.hash : p.target.hash,
       createBalance: p.target.create,
       amountCents: p.cents,
@@ -289,8 +294,16 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
     if (!same || prior.created_balance !== target.create || (!target.create && !hashesEqual(prior.token_hash, target.hash))) throw alreadyCredited();
     const until = expires ? Date.parse(expires) : NaN;
     if (!(until > now())) throw alreadyCredited();
-    const token = prior.created_balance ? balanceTokenForChallenge(secretKey, prior.challenge_id) : null;
-    if (token && !hashesEqual(token.hash, prior.token_hash)) throw alreadyCredited(); // minted under another secret
+    // The token of a balance this top-up opened: sealed in the ledger under this very credential
+    // for the challenge's window (credit). Gone (the window closed, or a top-up credited before
+    // tokens were sealed) or not opened by this credential: no token, so no answer.
+    let token: { token: string; hash: string } | null = null;
+    if (prior.created_balance) {
+      const sealed = await ledger.findTokenSeal(prior.challenge_id, until);
+      const opened = sealed ? openBalanceToken(sealed, credential, prior.challenge_id) : null;
+      if (!opened || !hashesEqual(hashToken(opened), prior.token_hash)) throw alreadyCredited();
+      token = { token: opened, hash: prior.token_hash };
+    }
     // Rotated or revoked since: a dead token answers nothing (and whoever rotated it had the answer).
     if (token && (await ledger.resolveToken(token.hash)).kind === 'revoked') throw alreadyCredited();
     const bal = await ledger.getBalance(prior.token_hash);

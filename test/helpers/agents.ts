@@ -31,7 +31,8 @@ export interface AgentService {
 }
 
 
-export async function startAgentService(): Promise<AgentService> {
+/** `env` adds to (or overrides) the service's environment, e.g. rate limits or LDS_OPERATOR_TOKEN. */
+export async function startAgentService(opts: { env?: Record<string, string> } = {}): Promise<AgentService> {
   const root = await mkdtemp(join(tmpdir(), 'lds-agents-'));
   const dist = join(root, 'dist');
   const store = join(root, 'store');
@@ -42,7 +43,7 @@ export async function startAgentService(): Promise<AgentService> {
     const addresses = localAddresses(origin, 'https://publisher.example');
     await build({ srcDir: CATALOG_SRC, outDir: dist, storeRoot: store, addresses, sourceDateEpoch: 1767225600 });
     const ledger = BACKEND === 'postgres' ? { LDS_LEDGER_URL: await freshDatabase() } : {};
-    const env = { LDS_DIST_DIR: dist, LDS_STORE_DIR: store, LDS_VAR_DIR: join(root, `var-${attempt}`), LDS_RATE_LIMIT_RPS: '0', ...ledger };
+    const env = { LDS_DIST_DIR: dist, LDS_STORE_DIR: store, LDS_VAR_DIR: join(root, `var-${attempt}`), LDS_RATE_LIMIT_RPS: '0', ...ledger, ...(opts.env ?? {}) };
     try {
       const config = await loadConfig({ port, host: '127.0.0.1' }, env);
       const running = await startServer(config, { logger: createLogger('silent'), env, mount: mountAgents });

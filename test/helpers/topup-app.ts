@@ -9,6 +9,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import type { Ledger } from '../../payments/ledger/ledger.ts';
+import type { LedgerSettings } from '../../payments/ledger/open.ts';
 import { openTestLedger } from './ledgers.ts';
 import type { PaymentProcessor } from '../../payments/processors/types.ts';
 import { createTopupHandler, TOPUP_PATH } from '../../payments/topup/handler.ts';
@@ -19,6 +20,8 @@ export const TEST_SECRET = 'test-secret-key-of-at-least-32-bytes-0123456789';
 export interface TopupApp {
   url: string;
   ledger: Ledger;
+  /** Where the ledger lives (for the CLI, or a direct look at its records). */
+  settings: LedgerSettings;
   dir: string;
   logs: { level: string; obj: object; msg?: string }[];
   close(): Promise<void>;
@@ -26,7 +29,7 @@ export interface TopupApp {
 
 export async function startTopupApp(processor: PaymentProcessor, opts: { now?: () => number } = {}): Promise<TopupApp> {
   const dir = await mkdtemp(join(tmpdir(), 'lds-topup-'));
-  const { ledger } = await openTestLedger();
+  const { ledger, settings } = await openTestLedger();
   const logs: TopupApp['logs'] = [];
   const logger = {
     info: (obj: object, msg?: string) => logs.push({ level: 'info', obj, msg }),
@@ -45,6 +48,7 @@ export async function startTopupApp(processor: PaymentProcessor, opts: { now?: (
   return {
     url: `http://127.0.0.1:${port}${TOPUP_PATH}`,
     ledger,
+    settings,
     dir,
     logs,
     async close() {

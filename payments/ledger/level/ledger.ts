@@ -28,6 +28,7 @@ import {
   type BalanceRecord,
   type ClaimRecord,
   type CorrectionRecord,
+  type SealRecord,
   type DrawRecord,
   type EntryRecord,
   type StatementRecord,
@@ -280,6 +281,12 @@ export class LevelLedger implements Ledger {
             put(K.balance(tokenHash), newBal),
             put(K.statement(tokenHash, creditSeq), statementLine({ kind: 'topup', ...topup })),
           ];
+          if (input.tokenSeal) {
+            const seal: SealRecord = { challenge_id: input.challengeId, sealed: input.tokenSeal.sealed, expires_at: input.tokenSeal.expiresAt };
+            ops.push(put(K.seal(seal.expires_at, seal.challenge_id), seal));
+          }
+          // Sealed tokens whose replay window has closed go in the same batch (one key range).
+          for await (const key of this.db.keys({ gte: PREFIX.seal, lt: K.seal(Date.now(), '') })) ops.push({ type: 'del', key });
           this.faults?.commit('before-commit', 'credit');
           commit.durable = this.enqueue(ops, 'credit');
           this.balances.set(tokenHash, newBal);
@@ -296,6 +303,13 @@ export class LevelLedger implements Ledger {
       this.faults?.commit('after-commit', 'credit');
     }
     return result;
+  }
+
+  async findTokenSeal(challengeId: string, expiresAt: number): Promise<string | null> {
+    this.assertUsable();
+    if (!(expiresAt > Date.now()) || !Number.isSafeInteger(expiresAt)) return null;
+    const seal = (await this.db.get(K.seal(expiresAt, challengeId))) as SealRecord | undefined;
+    return seal && seal.challenge_id === challengeId && seal.expires_at > Date.now() ? seal.sealed : null;
   }
 
   async findTopupByChallenge(challengeId: string): Promise<TopupRecord | null> {

@@ -198,6 +198,9 @@ export class PgLedger implements Ledger {
           txnOf.topup(topupId),
           ACCOUNT.balance(input.tokenHash),
           ACCOUNT.clearing(input.processor),
+          input.tokenSeal?.sealed ?? null,
+          input.tokenSeal?.expiresAt ?? null,
+          Date.now(),
         ]);
         if (r.rows.length === 1) {
           const after = int(r.rows[0].balance_after_cents);
@@ -228,6 +231,13 @@ export class PgLedger implements Ledger {
       if (bal && bal.currency !== input.currency) return { kind: 'currency_mismatch', balanceCurrency: bal.currency };
       if (attempt >= MAX_ATTEMPTS) throw new LedgerUnavailableError(`credit of challenge ${input.challengeId.slice(0, 12)}… kept racing`);
     }
+  }
+
+  async findTokenSeal(challengeId: string, expiresAt: number): Promise<string | null> {
+    const now = Date.now();
+    if (!(expiresAt > now)) return null;
+    const r = await this.query<{ sealed: string }>('SELECT sealed FROM lds_token_seals WHERE challenge_id = $1 AND expires_at > $2', [challengeId, now]);
+    return r.rows[0]?.sealed ?? null;
   }
 
   async findTopupByChallenge(challengeId: string): Promise<TopupRecord | null> {
@@ -596,7 +606,8 @@ WITH bal AS (
 SELECT token_hash, balance_after_cents FROM drw`;
 
 // $1 token hash, $2 top-up id, $3 amount, $4 currency, $5 processor, $6 challenge id, $7 payment ref,
-// $8 at, $9 credential sha256, $10 txn, $11 balance account, $12 clearing account
+// $8 at, $9 credential sha256, $10 txn, $11 balance account, $12 clearing account,
+// $13 sealed token (or NULL), $14 its expiry (ms), $15 now (ms): seals expired by now are deleted
 const creditSql = (balance: string, created: boolean) => `
 WITH bal AS (${balance}
 ), top AS (
@@ -612,6 +623,11 @@ WITH bal AS (${balance}
 ), stm AS (
   INSERT INTO lds_statement (token_hash, seq, kind, id, amount_cents, currency, balance_after_cents, at, quote_id, product_id)
   SELECT $1, seqs.credit_seq, 'topup', $2, $3::bigint, $4, top.balance_after_cents, $8, NULL, NULL FROM seqs, top
+), seal AS (
+  INSERT INTO lds_token_seals (challenge_id, sealed, expires_at)
+  SELECT $6, $13::text, $14::bigint FROM top WHERE $13::text IS NOT NULL
+), sweep AS (
+  DELETE FROM lds_token_seals WHERE expires_at <= $15::bigint
 )
 SELECT balance_after_cents FROM top`;
 

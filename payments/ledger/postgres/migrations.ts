@@ -120,6 +120,23 @@ export const MIGRATIONS: Migration[] = [
       `ALTER TABLE lds_statement ADD COLUMN reason TEXT, ADD COLUMN draw_id TEXT, ADD COLUMN topup_id TEXT`,
     ],
   },
+  {
+    version: 3,
+    name: 'random balance tokens: the token of a balance a top-up opened, sealed under the paying credential for its replay window',
+    statements: [
+      // Not money and not exported: a row lives for the minutes of its challenge's window and is
+      // deleted by the next credit after that (ledger.ts creditSql). Tokens issued before this
+      // migration are untouched: balances and tokens are kept as SHA-256, whatever made the token.
+      // No foreign key to lds_topups: a row is written in the same statement as its top-up, and a
+      // constraint on lds_topups.challenge_id must stay droppable (ledger-verify's corruption tests).
+      `CREATE TABLE lds_token_seals (
+        challenge_id ${KEY} PRIMARY KEY,
+        sealed TEXT NOT NULL,
+        expires_at BIGINT NOT NULL
+      )`,
+      `CREATE INDEX lds_token_seals_expiry ON lds_token_seals (expires_at)`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
