@@ -753,7 +753,7 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
       want.every((l, i) => {
         const g = got[i];
         if (g.kind !== l.kind || g.amount !== (l.kind === 'draw' ? `-${money(l.cents)}` : money(l.cents))) return false;
-        if (l.kind === 'draw') return g.quote_id === l.quoteId && g.id === l.drawId;
+        if (l.kind === 'draw') return g.quote_id === l.quoteId && g.id === l.drawId && g.draw_id === l.drawId;
         if (l.kind === 'refund') return g.id === l.correctionId && g.draw_id === l.drawId && g.reason === REFUND_REASON;
         return true;
       });
