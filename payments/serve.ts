@@ -20,7 +20,7 @@ import type { PaymentProcessor } from './processors/types.ts';
 import { stripeOptionsFromEnv } from './processors/stripe-options.ts';
 import { loadStaticSite, staticFastPath } from './http/static.ts';
 import { isLazy, lazyMiddleware } from './http/lazy.ts';
-import { Problem, rawProblemResponse } from './problem.ts';
+import { Problem, rawProblemResponse, useProblemBase } from './problem.ts';
 import { ReceiptSigner } from './receipts.ts';
 
 /** Never log these, wherever they appear in a log object. */
@@ -99,6 +99,8 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const catalogPath = [...site.entries.keys()].find((p) => p.endsWith('/lds/_catalog'));
   if (!catalogPath) throw new Error(`${config.distDir} has no catalogue (…/lds/_catalog): build first (npm run build)`);
   const catalogue = site.json(catalogPath) as CatalogueDoc;
+  // Problem types point at the problem pages this very build published under its docs_url.
+  useProblemBase(catalogue.docs_url);
   const basePath = new URL(catalogue.base_url).pathname.replace(/\/$/, '');
   const validator = createRequestValidator(site.json(`${basePath}/specification`));
 
