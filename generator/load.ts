@@ -197,8 +197,29 @@ export async function loadCatalogSrc(root: string): Promise<CatalogSrc> {
     for (const id of ids)
       if (!settings.agent_skill_order.includes(id)) errors.push({ file: 'catalogue.json', pointer: '/agent_skill_order', reason: `product "${id}" is missing` });
   }
+  // Counts of what the catalogue holds are the build's to state (docs, llms.txt, pages, agent card):
+  // a number written into a description goes stale when a product or source is added.
+  if (settings) {
+    const said = statedCount(settings.description);
+    if (said) errors.push({ file: 'catalogue.json', pointer: '/description', reason: countReason(said) });
+  }
+  for (const p of products) {
+    const said = statedCount(p.description);
+    if (said) errors.push({ file: `products/${p.product_id}.json`, pointer: '/description', reason: countReason(said) });
+  }
   if (errors.length || !settings) throw new CatalogErrors(errors);
   products.sort((a, b) => a.product_id.localeCompare(b.product_id));
   return { root, settings, licences, sources, products, inputs_sha256: await treeSha256(root) };
 }
 
+
+const NUMBER_WORDS = 'two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|hundred';
+
+/** A count of products, sources or data spaces written into a text ("Fourteen cited data products"), or null. */
+export function statedCount(text: string): string | null {
+  const m = new RegExp(`\\b(?:${NUMBER_WORDS}|\\d[\\d,]*)(?:[- ]\\w+)?\\s+(?:[\\w-]+\\s+){0,3}?(?:data products|products|sources|data spaces|sectoral data spaces)\\b`, 'i').exec(text);
+  return m ? m[0] : null;
+}
+
+const countReason = (said: string) =>
+  `states a count ("${said}"): the build states how many products and sources there are (docs, llms.txt, pages), from the catalogue itself; describe them without the number`;
