@@ -13,7 +13,7 @@ function page(ctx: EmitContext, t: ProblemType): string {
     '',
     `\`type\`: \`${base}${t.slug}\`  `,
     `HTTP status: **${t.status}**  `,
-    'Content-Type: `application/problem+json` (RFC 9457); over MCP it is the tool result\'s `structuredContent`, over A2A the error\'s `data`.',
+    'Content-Type: `application/problem+json` (RFC 9457); MCP tool results and A2A errors carry the same problem object.',
     '',
     '## What it means',
     '',
