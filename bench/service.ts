@@ -36,7 +36,7 @@ import { build } from '../generator/build.ts';
 import { localAddresses } from '../generator/addresses.ts';
 import { payTopup } from '../payments/topup/client.ts';
 import { DEBIT_SQL, DEBIT_STATEMENT, debitParams } from '../payments/ledger/postgres/ledger.ts';
-import { startEmbeddedPostgres, type PgServer } from '../test/helpers/pg.ts';
+import { PgStartError, startEmbeddedPostgres, type PgServer } from '../test/helpers/pg.ts';
 import { haveWrk, wrk, type WrkResult, type WrkTarget } from './wrk.ts';
 
 
@@ -675,4 +675,9 @@ async function main() {
   }
 }
 
-await main();
+await main().catch((err: unknown) => {
+  // A PostgreSQL that cannot start is one line saying why and what to do, not a stack trace.
+  if (!(err instanceof PgStartError)) throw err;
+  console.error(`error: ${err.message}`);
+  process.exit(1);
+});

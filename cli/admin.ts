@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dataPaths } from '../payments/config.ts';
 import { verifyReceipt } from '../payments/receipts.ts';
+import { cannotReach, isUnreachable } from './reach.ts';
 
 export class AdminCliError extends Error {}
 
@@ -23,11 +24,18 @@ export async function operatorToken(env: NodeJS.ProcessEnv = process.env): Promi
 /** POSTs to an admin endpoint; prints the JSON answer; a problem becomes an error with its detail. */
 export async function adminPost(baseUrl: string, path: string, body: unknown, o: { key?: string; env?: NodeJS.ProcessEnv }): Promise<Record<string, unknown>> {
   const token = await operatorToken(o.env);
-  const res = await fetch(`${baseUrl.replace(/\/$/, '')}/lds/admin/${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, ...(o.key ? { 'idempotency-key': o.key } : {}) },
-    body: JSON.stringify(body),
-  });
+  const url = `${baseUrl.replace(/\/$/, '')}/lds/admin/${path}`;
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, ...(o.key ? { 'idempotency-key': o.key } : {}) },
+      body: JSON.stringify(body),
+    });
+  } catch (err) {
+    if (isUnreachable(err)) throw new AdminCliError(cannotReach(err, url, 'is the service running (npm start) and --base-url right?'));
+    throw err;
+  }
   const text = await res.text();
   let json: Record<string, unknown>;
   try {
@@ -39,14 +47,37 @@ export async function adminPost(baseUrl: string, path: string, body: unknown, o:
   return json;
 }
 
+const JWKS_HELP =
+  'give the JWKS with --jwks: the URL of the service that signed the receipt (https://<its host>/.well-known/jwks.json), or a saved copy of that file to verify offline';
+
 /** Reads a JWKS from a URL (http/https) or a file. */
 async function loadJwks(where: string): Promise<unknown> {
   if (/^https?:\/\//.test(where)) {
-    const res = await fetch(where);
-    if (!res.ok) throw new AdminCliError(`${where} answered ${res.status}`);
-    return res.json();
+    let res: Response;
+    try {
+      res = await fetch(where);
+    } catch (err) {
+      if (!isUnreachable(err)) throw err;
+      throw new AdminCliError(cannotReach(err, where, `${JWKS_HELP} (without --jwks the service's local address is tried)`));
+    }
+    if (!res.ok) throw new AdminCliError(`${where} answered ${res.status}: ${JWKS_HELP}`);
+    try {
+      return await res.json();
+    } catch {
+      throw new AdminCliError(`${where} did not answer JSON: ${JWKS_HELP}`);
+    }
   }
-  return JSON.parse(await readFile(where, 'utf8'));
+  let text: string;
+  try {
+    text = await readFile(where, 'utf8');
+  } catch (err) {
+    throw new AdminCliError(`cannot read the JWKS file ${where} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): ${JWKS_HELP}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new AdminCliError(`${where} is not JSON: ${JWKS_HELP}`);
+  }
 }
 
 /**

@@ -8,6 +8,7 @@
 // The mppx client is imported when a top-up runs, so cli.ts can read the defaults below cheaply.
 import { formatCents, parseAmountCents } from '../contract/money.ts';
 import { isWellFormedToken } from '../payments/tokens.ts';
+import { cannotReach, isUnreachable } from './reach.ts';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080/v1';
 /** Any `spt_…` value works with the sandbox processor (the default of a local `npm start`). */
@@ -100,13 +101,6 @@ async function refusal(res: Response, url: string): Promise<string> {
   return `top-up failed: HTTP ${res.status} ${res.statusText} from ${url}${hint}`;
 }
 
-/** Why a request did not get an answer, in words (fetch hides it in `cause`). */
-function unreachable(err: unknown, url: string): string {
-  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-  const why = cause?.code ?? cause?.message ?? (err as Error).message;
-  return `cannot reach ${url} (${why}): is the service running (npm start) and --base-url right?`;
-}
-
 async function paymentReference(receipt: string): Promise<string | undefined> {
   const { Receipt } = await import('mppx');
   try {
@@ -124,7 +118,7 @@ export async function runTopup(o: TopupCliOptions, io: TopupIo): Promise<void> {
   try {
     res = await payTopup(url, o.amount, { spt: o.spt, ...(credit ? { balanceToken: credit.token } : {}) });
   } catch (err) {
-    if ((err as Error).name === 'TypeError' && (err as { cause?: unknown }).cause) throw new TopupCliError(unreachable(err, url));
+    if (isUnreachable(err)) throw new TopupCliError(cannotReach(err, url, 'is the service running (npm start) and --base-url right?'));
     // The mppx client refuses a challenge it cannot pay (no stripe charge method offered, expired, ...).
     throw new TopupCliError(`the service at ${url} asked for a payment this client cannot make: ${(err as Error).message}`);
   }

@@ -294,6 +294,17 @@ export async function checkCatalogSrc(root: string): Promise<CheckResult> {
     if (!usedLicences.has(id))
       errors.push({ file: rel, pointer: '/id', severity: 'warning', reason: `licence "${id}" is not used by catalogue.json or any source's ruling: remove the file, or name it in a ruling` });
 
+  // Counts of what the catalogue holds are the build's to state (docs, llms.txt, pages, agent card):
+  // a number written into a description goes stale when a product or source is added.
+  if (settings) {
+    const said = statedCount(String((settings as { description?: unknown }).description ?? ''));
+    if (said) errors.push({ file: 'catalogue.json', pointer: '/description', reason: countReason(said) });
+  }
+  for (const p of products as { product_id?: unknown; description?: unknown }[]) {
+    const said = statedCount(String(p.description ?? ''));
+    if (said) errors.push({ file: `products/${String(p.product_id)}.json`, pointer: '/description', reason: countReason(said) });
+  }
+
   for (const e of errors) {
     const at = spansOf.get(e.file) && spanAt(spansOf.get(e.file)!, e.pointer);
     if (at && e.line === undefined) Object.assign(e, { line: at.line, col: at.col });
@@ -324,3 +335,14 @@ export async function loadCatalogSrc(root: string, opts: { folder?: string; onWa
   for (const w of findings) opts.onWarning?.(formatFinding(w, root));
   return cat;
 }
+
+const NUMBER_WORDS = 'two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|hundred';
+
+/** A count of products, sources or data spaces written into a text ("Fourteen cited data products"), or null. */
+export function statedCount(text: string): string | null {
+  const m = new RegExp(`\\b(?:${NUMBER_WORDS}|\\d[\\d,]*)(?:[- ]\\w+)?\\s+(?:[\\w-]+\\s+){0,3}?(?:data products|products|sources|data spaces|sectoral data spaces)\\b`, 'i').exec(text);
+  return m ? m[0] : null;
+}
+
+const countReason = (said: string) =>
+  `states a count ("${said}"): the build states how many products and sources there are (docs, llms.txt, pages), from the catalogue itself; describe them without the number`;

@@ -1,19 +1,38 @@
 // RFC 9457 problem details. Every refusal the service gives is a Problem with a stable `type`
 // per case, so HTTP, MCP and A2A clients can all branch on the same identifiers.
+//
+// `type` = <docs_url>problems/<slug> (contract/problems.ts), the page the build publishes for it.
+// The service learns docs_url from the catalogue in dist/ at start (payments/serve.ts calls
+// useProblemBase), so the types always point at the documentation of the build being served. One
+// base per process: every server a process starts serves a build of the same docs_url.
+import { problemBase } from '../contract/problems.ts';
 
-export const PROBLEM_BASE = 'https://lds.example/problems/';
+/** Until a server has read its catalogue: the base of a local build (`lds build --local`). */
+let base = problemBase('http://127.0.0.1:8080/docs/');
+
+/** Sets the base of every problem `type` from the served catalogue's docs_url. */
+export function useProblemBase(docsUrl: string): void {
+  base = problemBase(docsUrl);
+}
+
+/** The current base of problem types (`<docs_url>problems/`). */
+export function currentProblemBase(): string {
+  return base;
+}
 
 export class Problem extends Error {
-  readonly type: string;
   constructor(
     readonly status: number,
-    slug: string,
+    readonly slug: string,
     readonly title: string,
     readonly detail?: string,
     readonly extra: Record<string, unknown> = {},
   ) {
     super(detail ?? title);
-    this.type = PROBLEM_BASE + slug;
+  }
+
+  get type(): string {
+    return base + this.slug;
   }
 
   toJSON(instance?: string): Record<string, unknown> {

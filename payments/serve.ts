@@ -20,7 +20,7 @@ import { staticFastPath } from './http/static.ts';
 import { loadDist, ReleaseSet } from './release/releases.ts';
 import type { LiveDrawService } from './release/live-service.ts';
 import { isLazy, lazyMiddleware } from './http/lazy.ts';
-import { Problem, rawProblemResponse } from './problem.ts';
+import { Problem, rawProblemResponse, useProblemBase } from './problem.ts';
 import { ReceiptSigner } from './receipts.ts';
 
 /** Never log these, wherever they appear in a log object. */
@@ -113,6 +113,8 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   // read into memory) and the unit store CURRENT names; followed without a restart (releases.ts).
   const first = await loadDist(config.distDir);
   const { catalogue } = first;
+  // Problem types point at the problem pages this very build published under its docs_url.
+  useProblemBase(catalogue.docs_url);
   const openStore = opts.openStore ?? defaultOpenStore;
   const store = await openStore(config.storeRoot);
   const metrics = createMetrics({ backend: config.ledgerUrl ? 'postgres' : 'level', products: catalogue.products.map((p) => p.product_id) });

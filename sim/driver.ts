@@ -21,7 +21,6 @@ import { build } from '../generator/build.ts';
 import { localAddresses } from '../generator/addresses.ts';
 import { CURRENT_FILE, KEY, type StoredUnit } from '../contract/store-format.ts';
 import { drawPriceCents } from '../contract/money.ts';
-import { PROBLEM_BASE } from '../payments/problem.ts';
 import { hashToken, isWellFormedToken } from '../payments/tokens.ts';
 import { generateReceiptKey, ReceiptSigner, verifyReceipt, type Jwks } from '../payments/receipts.ts';
 import { exportLedgerAt, verifyLedgerAt } from '../payments/ledger/ops.ts';
@@ -221,7 +220,7 @@ async function http(url: string, init: RequestInit): Promise<Answer> {
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
   http(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 
-const slug = (a: Answer) => (typeof a.body?.type === 'string' ? a.body.type.replace(PROBLEM_BASE, '') : undefined);
+const slug = (a: Answer) => (typeof a.body?.type === 'string' ? a.body.type.replace(/^.*\//, '') : undefined);
 const show = (a: Answer) => `${a.status} ${(typeof a.body === 'string' ? a.body : JSON.stringify(a.body) ?? '').slice(0, 160)}`;
 
 /** The official mppx client with the stripe method, minting the given sandbox SPT. */
@@ -767,7 +766,7 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
       want.every((l, i) => {
         const g = got[i];
         if (g.kind !== l.kind || g.amount !== (l.kind === 'draw' ? `-${money(l.cents)}` : money(l.cents))) return false;
-        if (l.kind === 'draw') return g.quote_id === l.quoteId && g.id === l.drawId;
+        if (l.kind === 'draw') return g.quote_id === l.quoteId && g.id === l.drawId && g.draw_id === l.drawId;
         if (l.kind === 'refund') return g.id === l.correctionId && g.draw_id === l.drawId && g.reason === REFUND_REASON;
         return true;
       });

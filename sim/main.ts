@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runSim } from './run.ts';
 import type { Op } from './model.ts';
+import { PgStartError } from '../test/helpers/pg-start.ts';
 
 const int = (min: number) => (v: string) => {
   const n = Number(v);
@@ -53,5 +54,10 @@ const summary = await runSim({
   ...(opts.pgUrl ? { pgUrl: opts.pgUrl } : {}),
   ownPg: opts.backend === 'postgres' && !opts.pgUrl && !process.env.LDS_TEST_PG_URL ? true : undefined,
   print: (line) => console.log(line),
+}).catch((err: unknown) => {
+  // A PostgreSQL that cannot start is one line saying why and what to do, not a stack trace.
+  if (!(err instanceof PgStartError)) throw err;
+  console.error(`error: ${err.message} (--pg-url names one too)`);
+  process.exit(1);
 });
 process.exit(summary.failures.length ? 1 : 0);

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { randomUUID } from 'node:crypto';
 import { A2AClient } from '@a2a-js/sdk/client';
 import type { Part } from '@a2a-js/sdk';
-import { PROBLEM_BASE } from '../payments/problem.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { balanceOf, bearer, postJson, rawPost, refsOf, startAgentService, topUp, type AgentService } from './helpers/agents.ts';
 
 const PRODUCT = 'svc-agriculture-eu';

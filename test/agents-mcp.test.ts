@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { PROBLEM_BASE } from '../payments/problem.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { balanceOf, bearer, mcpClient, postJson, rawPost, refsOf, startAgentService, topUp, unitKey, type AgentService } from './helpers/agents.ts';
 
 const PRODUCT = 'svc-agriculture-eu';

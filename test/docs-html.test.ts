@@ -105,7 +105,9 @@ for (const [label, store] of [['zero counts (no store)', empty], ['non-zero coun
     // every problem type of the OpenAPI contract is documented, with its status
     const problem = (openApiDocument(ctx) as any).components.schemas.Problem;
     assert.ok(problem.properties.type.enum.length > 0);
-    for (const type of problem.properties.type.enum) assert.match(docs, new RegExp(`\\| \`${type}\` \\| \\d{3} \\| \\S`), `docs: problem type ${type}`);
+    // ... each linked to its own page (the type is that page's address)
+    for (const type of problem.properties.type.enum) assert.ok(docs.includes(`| [\`${type}\`](${type}) | `), `docs: problem type ${type}`);
+    for (const type of problem.properties.type.enum) assert.match(docs, new RegExp(`\\(${type.replace(/[.?/]/g, '\\$&')}\\) \\| \\d{3} \\| \\S`), `docs: problem type ${type} with status`);
   });
 
   test(`pages carry every product's counts, prices, licences and health: ${label}`, () => {

@@ -11,6 +11,7 @@ import { CREDENTIAL_JSON, SANDBOX_SPTS, topupScript, topupScriptInput } from '..
 import { SANDBOX_DECLINE_TOKEN, SANDBOX_REQUIRES_ACTION_TOKEN } from '../payments/processors/sandbox.ts';
 import { balanceOf, startAgentService, topUp, type AgentService } from './helpers/agents.ts';
 import { CURL, suiteNeeding } from './helpers/programs.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 
 const test = suiteNeeding('docs-topup.test.ts', [CURL]);
 
@@ -105,7 +106,7 @@ test('every sandbox token the docs list does what the docs say (they are the pro
     const body = json(await sh(fresh!, { SPT: spt }));
     if (type) {
       assert.is(body.status, 402, spt);
-      assert.is(body.type, `https://lds.example/problems/${type}`, spt);
+      assert.is(body.type, `${PROBLEM_BASE}${type}`, spt);
     } else assert.match(body.balance_token, /^lds_bal_/, spt);
   }
 });

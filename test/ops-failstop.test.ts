@@ -10,6 +10,7 @@
 //     a second SIGTERM exits at once.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { connect } from 'node:net';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -80,13 +81,13 @@ if (BACKEND === 'level') {
       const paid = await postJson(`${srv.base}/lds/draw`, { ...q.req, quote_id: q.body.quote_id }, bearer(token));
       assert.is(paid.status, 503, 'the draw whose write failed is not paid');
       const p = (await paid.json()) as any;
-      assert.is(p.type, 'https://lds.example/problems/ledger-unavailable');
+      assert.is(p.type, PROBLEM_BASE + 'ledger-unavailable');
       assert.not.match(JSON.stringify(p), /injected/, 'no internals in the answer');
       assert.is(fatal.length, 1, 'the service was told once');
       armed = false; // even with the disk healthy again, the stopped ledger refuses: only a restart recovers
       const r = await readiness(srv.url);
       assert.is(r.status, 503);
-      assert.is(r.body.type, 'https://lds.example/problems/not-ready');
+      assert.is(r.body.type, PROBLEM_BASE + 'not-ready');
       assert.equal(r.body.not_ready, ['ledger']);
       assert.match(r.body.checks.ledger, /failed write/);
       assert.is((await fetch(`${srv.base}/lds/balance`, { headers: bearer(token) })).status, 503);
@@ -158,7 +159,7 @@ if (BACKEND === 'level') {
       assert.is(r.body.checks.ledger, 'unavailable');
       const paid = await postJson(`${srv.base}/lds/draw`, { ...q.req, quote_id: q.body.quote_id }, bearer(token));
       assert.is(paid.status, 503);
-      assert.is(((await paid.json()) as any).type, 'https://lds.example/problems/ledger-unavailable');
+      assert.is(((await paid.json()) as any).type, PROBLEM_BASE + 'ledger-unavailable');
       const bal = await fetch(`${srv.base}/lds/balance`, { headers: bearer(token) });
       assert.is(bal.status, 503);
       await bal.arrayBuffer();

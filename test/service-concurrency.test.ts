@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { verifyLedgerAt } from '../payments/ledger/ops.ts';
-import { PROBLEM_BASE } from '../payments/problem.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { balanceOf, bearer, buildFixture, cents, postJson, refsByProduct, startTestServer, topUp, type Fixture, type TestServer } from './helpers/service-harness.ts';
 
 const PRODUCT = 'svc-agriculture-eu';

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { connect } from 'node:net';
 import { Credential, Receipt } from 'mppx';
-import { PROBLEM_BASE } from '../payments/problem.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { hashToken } from '../payments/tokens.ts';
 import { bearer, buildFixture, mppxClient, postJson, refsByProduct, startTestServer, topUp, type Fixture, type TestServer } from './helpers/service-harness.ts';
 

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
-import { PROBLEM_BASE } from '../payments/problem.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { balanceOf, bearer, buildFixture, cents, mppxClient, postJson, refsByProduct, startTestServer, topUp, type Fixture, type TestServer } from './helpers/service-harness.ts';
 
 const canonicalize = canonicalizeModule as unknown as (v: unknown) => string;
@@ -176,6 +176,76 @@ test('changing any bound field is refused as tampered (400), nothing debited', a
     assert.is(p.field, field);
   }
   assert.is(await balanceOf(srv.base, token), '5.00');
+});
+
+test('a query quote paid with another limit or query names that field; the detail says the quoted limit', async () => {
+  const token = await topUp(srv.base, '5.00');
+  const quoted = { product_id: PRODUCT, query: 'regulation', limit: 3 };
+  const q = (await (await postJson(`${srv.base}/lds/draw`, quoted)).json()) as any;
+  assert.ok(q.quote_id, JSON.stringify(q));
+  const { limit: _dropped, ...noLimit } = quoted;
+  const cases: [field: string, req: Record<string, unknown>, words: RegExp][] = [
+    ['limit', { ...quoted, limit: 4 }, /limit is 4, but the quote was made with limit 3/],
+    ['limit', noLimit, /limit is 10, but the quote was made with limit 3/], // the default limit
+    ['query', { ...quoted, query: 'regulations' }, /query differs/],
+    ['query', { ...quoted, query: 'directive', limit: 5 }, /query differs/],
+    ['query', { product_id: PRODUCT, units: refs.slice(0, 3) }, /made for a query/],
+  ];
+  for (const [field, req, words] of cases) {
+    const res = await postJson(`${srv.base}/lds/draw`, { ...req, quote_id: q.quote_id }, bearer(token));
+    const p = (await res.json()) as any;
+    assert.is(res.status, 400, JSON.stringify(p));
+    assert.is(p.type, `${PROBLEM_BASE}quote-tampered`);
+    assert.is(p.field, field, `${JSON.stringify(req)}: ${JSON.stringify(p)}`);
+    assert.match(p.detail, words);
+  }
+  assert.is(await balanceOf(srv.base, token), '5.00');
+  // The quoted request itself still pays.
+  assert.is((await postJson(`${srv.base}/lds/draw`, { ...quoted, quote_id: q.quote_id }, bearer(token))).status, 200);
+});
+
+test('a limit out of range says which value was received (draw and statement)', async () => {
+  for (const limit of [0, 101, 1000000]) {
+    const res = await postJson(`${srv.base}/lds/draw`, { product_id: PRODUCT, query: 'regulation', limit });
+    const p = (await res.json()) as any;
+    assert.is(res.status, 400, JSON.stringify(p));
+    assert.is(p.field, 'limit');
+    assert.match(p.detail, 'from 1 to 100');
+    assert.match(p.detail, `(got ${limit})`);
+  }
+  const token = await topUp(srv.base, '5.00');
+  for (const [given, shown] of [['0', '0'], ['5000', '5000'], ['abc', '"abc"']]) {
+    const res = await fetch(`${srv.base}/lds/balance?limit=${given}`, { headers: bearer(token) });
+    const p = (await res.json()) as any;
+    assert.is(res.status, 400, JSON.stringify(p));
+    assert.is(p.field, 'limit');
+    assert.match(p.detail, `from 1 to 1000 (got ${shown})`);
+  }
+});
+
+test('statement: a draw line names its draw in draw_id, a top-up line its top-up in topup_id (JSON and CSV)', async () => {
+  const token = await topUp(srv.base, '5.00');
+  const units = refs.slice(60, 62);
+  const q = (await (await postJson(`${srv.base}/lds/draw`, { product_id: PRODUCT, units })).json()) as any;
+  const paid = (await (await postJson(`${srv.base}/lds/draw`, { product_id: PRODUCT, units, quote_id: q.quote_id }, bearer(token))).json()) as any;
+  const drawId = paid.receipt.draw_id;
+  assert.type(drawId, 'string');
+  const view = (await (await fetch(`${srv.base}/lds/balance`, { headers: bearer(token) })).json()) as any;
+  const drawLine = view.statement.find((l: any) => l.kind === 'draw');
+  const topupLine = view.statement.find((l: any) => l.kind === 'topup');
+  assert.is(drawLine.id, drawId);
+  assert.is(drawLine.draw_id, drawId);
+  assert.is(topupLine.topup_id, topupLine.id);
+  assert.is(topupLine.draw_id, undefined);
+  const csv = await (await fetch(`${srv.base}/lds/balance?format=csv`, { headers: bearer(token) })).text();
+  const [head, ...rows] = csv.split('\r\n').filter(Boolean).map((l) => l.split(','));
+  const col = (name: string) => head!.indexOf(name);
+  const drawRow = rows.find((r) => r[col('kind')] === 'draw')!;
+  assert.is(drawRow[col('id')], drawId);
+  assert.is(drawRow[col('draw_id')], drawId);
+  const topupRow = rows.find((r) => r[col('kind')] === 'topup')!;
+  assert.is(topupRow[col('topup_id')], topupRow[col('id')]);
+  assert.is(topupRow[col('draw_id')], '');
 });
 
 test('query draws bind the resolved unit list; insufficient balance is a 402 problem', async () => {

@@ -19,7 +19,7 @@ import { cliAsync } from './helpers/build.ts';
 import { BACKEND, openTestLedger } from './helpers/ledgers.ts';
 import { sharedSecrets, startInstance, stopInstance } from './helpers/instances.ts';
 import { balanceOf, bearer, buildFixture, postJson, refsByProduct, startTestServer, topUp, type Fixture, type TestServer } from './helpers/service-harness.ts';
-import { PROBLEM_BASE } from '../payments/problem.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { generateReceiptKey } from '../payments/receipts.ts';
 import { hashToken } from '../payments/tokens.ts';
 import { readExport, writeExport } from '../payments/ledger/transfer.ts';

@@ -12,10 +12,11 @@ import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { PROBLEM_BASE as SPEC_PROBLEM_BASE } from '../generator/emit/openapi.ts';
-import { PROBLEM_BASE } from '../payments/problem.ts';
+import { PROBLEM_TYPES, problemBase } from '../contract/problems.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { parseHeadersFile } from '../payments/http/static.ts';
 import { TOPUP_PROBLEMS } from '../payments/topup/handler.ts';
+import { REPO } from './helpers/build.ts';
 import { buildFixture, postJson, refsByProduct, startTestServer, type Fixture, type TestServer } from './helpers/service-harness.ts';
 
 let fx: Fixture;
@@ -53,9 +54,49 @@ test('documents every endpoint of spec section 4, with security schemes and prob
   for (const [m, p] of want) assert.ok(doc.paths[p]?.[m], `${m.toUpperCase()} ${p} documented`);
   assert.is(doc.components.securitySchemes.balanceToken.scheme, 'bearer');
   assert.is(doc.components.securitySchemes.mpp.scheme, 'payment');
-  assert.is(SPEC_PROBLEM_BASE, PROBLEM_BASE, 'the generator and the service agree on the problem type base');
+  // One table (contract/problems.ts) under the build's docs_url: what the document lists and what the service answers.
+  const base = problemBase(fx.catalogue.docs_url);
+  assert.is(base, new URL('problems/', fx.catalogue.docs_url).href);
+  assert.is(PROBLEM_BASE, base, 'the tests expect the base derived from the served catalogue');
+  assert.equal(doc.components.schemas.Problem.properties.type.enum, PROBLEM_TYPES.map((t) => base + t.slug));
   const documented = new Set(doc.components.schemas.Problem.properties.type.enum);
   for (const slug of Object.values(TOPUP_PROBLEMS)) assert.ok(documented.has(PROBLEM_BASE + slug), `top-up problem ${slug} is documented`);
+});
+
+test('every problem type is the address of its page: served as Markdown by the service, _headers and the nginx include', async () => {
+  const base = problemBase(fx.catalogue.docs_url);
+  assert.not.match(base, 'lds.example', 'not the placeholder');
+  // A refusal's type, as the service answers it, names the page of this build's docs.
+  const refused = await postJson(`${srv.base}/lds/draw`, { product_id: 'no-such-product', query: 'water' });
+  const p = (await refused.json()) as any;
+  assert.is(p.type, `${base}unknown-product`);
+  const headers = parseHeadersFile(readFileSync(join(fx.dist, '_headers'), 'utf8'));
+  const nginx = readFileSync(join(fx.dist, '_nginx/lds.conf'), 'utf8');
+  for (const t of PROBLEM_TYPES) {
+    const path = new URL(base + t.slug).pathname; // the type, on the origin that serves dist/
+    const res = await fetch(`${srv.url}${path}`);
+    assert.is(res.status, 200, path);
+    assert.is(res.headers.get('content-type'), 'text/markdown; charset=utf-8', path);
+    const page = await res.text();
+    assert.match(page, `# Problem: ${t.slug}`);
+    assert.match(page, `HTTP status: **${t.status}**`);
+    assert.match(page, '## What it means');
+    assert.match(page, '## What to do');
+    assert.match(page, t.todo);
+    assert.match(page, `\`${base}${t.slug}\``);
+    assert.equal(headers.get(path)?.find(([k]) => k === 'Content-Type'), ['Content-Type', 'text/markdown; charset=utf-8'], `_headers ${path}`);
+    assert.match(nginx, `location = ${path} {\n  types { }\n  default_type "text/markdown; charset=utf-8";`);
+  }
+  // The problems nginx answers itself (deploy/nginx/lds.conf) are pages of the production build.
+  const prodBase = problemBase(JSON.parse(readFileSync(join(REPO, 'catalog-src/catalogue.json'), 'utf8')).addresses.docs_url);
+  const edgeTypes = [...readFileSync(join(REPO, 'deploy/nginx/lds.conf'), 'utf8').matchAll(/"type":"([^"]+)"/g)].map((m) => m[1]!);
+  assert.is(edgeTypes.length, 2);
+  for (const type of edgeTypes) assert.ok(PROBLEM_TYPES.some((t) => prodBase + t.slug === type), `deploy/nginx/lds.conf: ${type} is a documented type under ${prodBase}`);
+  // The list of all of them, at the folder's address.
+  const index = await fetch(`${srv.url}${new URL(base).pathname}`);
+  assert.is(index.status, 200);
+  const text = await index.text();
+  for (const t of PROBLEM_TYPES) assert.match(text, `[${t.slug}](${base}${t.slug})`);
 });
 
 test('every documented operation answers with a documented status and schema', async () => {

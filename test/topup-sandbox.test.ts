@@ -7,7 +7,7 @@ import { Challenge, Credential, Receipt } from 'mppx';
 import { Mppx, stripe } from 'mppx/client';
 import { createSandboxProcessor, SANDBOX_DECLINE_TOKEN, SANDBOX_REQUIRES_ACTION_TOKEN } from '../payments/processors/sandbox.ts';
 import { hashToken } from '../payments/tokens.ts';
-import { PROBLEM_BASE } from '../payments/problem.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { payTopup } from '../payments/topup/client.ts';
 import { postJson, startTopupApp, TEST_SECRET, type TopupApp } from './helpers/topup-app.ts';
 

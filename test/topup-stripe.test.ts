@@ -12,7 +12,7 @@ import { loadConfig } from '../payments/config.ts';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PROBLEM_BASE } from '../payments/problem.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { hashToken } from '../payments/tokens.ts';
 import { postJson, startTopupApp, type TopupApp } from './helpers/topup-app.ts';
 

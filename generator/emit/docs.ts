@@ -15,6 +15,7 @@ import { CREDENTIAL_DOC_SECTIONS, TOPUP_REPLAY_RULE, exampleTopupBody, llmsTopup
 import { DRAW_EXAMPLE_LIMIT, exampleClaim, mainExampleProduct } from './examples.ts';
 import { PREVIEW_DOC_SECTIONS, SOURCE_DOC_SECTIONS } from './source-docs.ts';
 import { CLIENT_DOC_SECTIONS, llmsClientLine } from './client-docs.ts';
+import { PROBLEM_TYPES, problemBase } from '../../contract/problems.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Small Markdown helpers
@@ -44,21 +45,10 @@ function exampleDraw(ctx: EmitContext): { product_id: string; query: string; lim
 /** The top-up request body the examples send (amount as a decimal string in EUR). */
 export { exampleTopupBody };
 
-/**
- * The problem types (RFC 9457) as the OpenAPI document declares them: the `type` enum of its
- * Problem schema, with status and meaning from the schema's description lines. The OpenAPI
- * document is the contract the service enforces, so the docs list exactly what it lists.
- */
+/** Every problem type of the service (contract/problems.ts) with its `type` URI under this build's docs_url. */
 export function problemTypes(ctx: EmitContext): { type: string; status: string; when: string }[] {
-  const doc = openApiDocument(ctx) as { components: { schemas: Record<string, any> } };
-  const problem = doc.components.schemas.Problem;
-  const types: string[] = problem?.properties?.type?.enum ?? [];
-  const described = new Map<string, { status: string; when: string }>();
-  for (const line of String(problem?.description ?? '').split('\n')) {
-    const m = /^- `([^`]+)` \((\d{3})\): (.*)$/.exec(line);
-    if (m) described.set(m[1]!, { status: m[2]!, when: m[3]!.replace(/\bthis document\b/, 'the OpenAPI specification') });
-  }
-  return types.map((type) => ({ type, status: described.get(type)?.status ?? '', when: described.get(type)?.when ?? '' }));
+  const base = problemBase(ctx.addresses.docs_url);
+  return PROBLEM_TYPES.map((t) => ({ type: base + t.slug, status: String(t.status), when: t.meaning }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -197,7 +187,9 @@ export function errorsSection(ctx: EmitContext): string {
   return [
     'Every refusal is an RFC 9457 problem (`Content-Type: application/problem+json`) with `type`, `title`, `status` and usually `detail`; some add `field` (the failing request field; `detail` then says in words what is allowed), `unknown` (unit references not in the product), `reason` (why a product has no live units yet) or `quote` (a fresh or the unpaid quote). Branch on `type`:',
     '',
-    mdTable(['type', 'Status', 'When'], problemTypes(ctx).map((p) => [`\`${p.type}\``, p.status, p.when])),
+    mdTable(['type', 'Status', 'When'], problemTypes(ctx).map((p) => [`[\`${p.type}\`](${p.type})`, p.status, p.when])),
+    '',
+    `Each \`type\` is the address of its own page, which says what it means and what to do ([all of them](${problemBase(ctx.addresses.docs_url)})).`,
     '',
     `Bounds: \`units\` 1 to ${DRAW_BOUNDS.maxUnits} references, \`limit\` 1 to ${DRAW_BOUNDS.maxLimit}, \`query\` at most ${DRAW_BOUNDS.maxQueryChars} characters, request body at most ${DRAW_BOUNDS.maxBodyBytes} bytes; quotes are valid ${DRAW_BOUNDS.quoteLifetimeSeconds / 60} minutes. Clients are rate limited per address and per balance token (429 with \`Retry-After\`; the \`RateLimit-Policy\` and \`RateLimit\` headers say how much is left).`,
   ].join('\n');

@@ -8,6 +8,7 @@ import { emitDocs } from './docs.ts';
 import { emitHtml } from './html.ts';
 import { emitOpenApi } from './openapi.ts';
 import { emitPreview } from './preview.ts';
+import { emitProblems } from './problems.ts';
 import type { Emitter } from './types.ts';
 
 export const EMITTERS: Emitter[] = [
@@ -19,4 +20,5 @@ export const EMITTERS: Emitter[] = [
   emitHtml,
   emitOpenApi,
   emitPreview,
+  emitProblems,
 ];

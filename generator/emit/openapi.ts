@@ -5,9 +5,9 @@
 import { type Emitter, JSON_TYPE, distPath, jsonBody } from './types.ts';
 import { CREDENTIAL_SHAPE, TOPUP_REPLAY_RULE, topupCodeSamples } from './topup-docs.ts';
 import { PREVIEW_OPENAPI_SCHEMAS, previewOpenApiPaths } from './preview.ts';
-// The generator does not import service code (the seam is dist/); the service's payments/problem.ts
-// uses the same base, and test/service-openapi.test.ts checks the two agree.
-export const PROBLEM_BASE = 'https://lds.example/problems/';
+// Problem types come from the shared contract (contract/problems.ts); their base is the build's
+// docs_url, which the service reads back from dist/ (the generator imports no service code).
+import { PROBLEM_TYPES, problemBase } from '../../contract/problems.ts';
 
 /** Request and quote bounds. The service enforces exactly these (it reads them from this document). */
 export const DRAW_BOUNDS = {
@@ -21,57 +21,6 @@ export const DRAW_BOUNDS = {
   quoteLifetimeSeconds: 15 * 60,
 } as const;
 
-const PROBLEM_TYPES: [slug: string, status: number, meaning: string][] = [
-  ['malformed-request', 400, 'the body or a parameter does not match this document, the body is not a JSON object, or the request is not valid HTTP/1.1 (e.g. no `Host` header); `field` names the failing field and `detail` says in words what is allowed'],
-  ['unsupported-currency', 400, 'a currency other than EUR (codes are compared case-insensitively: `eur` is EUR)'],
-  ['quote-tampered', 400, 'the quote_id does not verify, or the request changes a field the quote is bound to; `field` names it'],
-  ['balance-token-required', 401, 'no `Authorization: Bearer <BALANCE_TOKEN>`: paying a quote, reading a balance, or a top-up credential sent in `Payment-Authorization` (which credits the balance the Bearer token names)'],
-  ['invalid-balance-token', 401, 'the balance token is not known'],
-  ['quote-expired', 402, 'the quote expired (or names a unit store no instance serves any more); `quote` carries a fresh quote'],
-  ['insufficient-balance', 402, 'the balance does not cover the quote; `quote`, `balance` and `how_to_pay` say how to top up'],
-  ['unknown-product', 404, 'no product with that product_id'],
-  ['unknown-units', 404, 'unit references not in the product; `unknown` lists them'],
-  ['product-unavailable', 404, 'the product is in the catalogue but has no live units yet (`live_unit_count` 0); `reason` says why, from the catalogue\'s `_health.rollup_reason`'],
-  ['no-matching-units', 404, 'the query matched no unit of the product'],
-  ['not-found', 404, 'no such document'],
-  ['method-not-allowed', 405, 'the path exists but not with this method'],
-  ['quote-paid-by-another-balance', 409, 'the quote was already paid from a different balance'],
-  ['request-timeout', 408, 'the request (headers and body) was not received within the server\'s request timeout; the connection is closed'],
-  ['body-too-large', 413, `request body above ${DRAW_BOUNDS.maxBodyBytes} bytes`],
-  ['unsupported-media-type', 415, 'the body is not application/json with no parameter or charset=utf-8 (other charsets and +json types are refused)'],
-  ['request-header-fields-too-large', 431, 'the request headers are too large'],
-  ['rate-limited', 429, 'too many requests from this client address or balance token (`policy`: `addr` or `token`); `Retry-After` says when to retry, `RateLimit` and `RateLimit-Policy` describe the limits'],
-  ['operator-token-required', 401, 'an operator endpoint (`/metrics`, the admin API) without `Authorization: Bearer <LDS_OPERATOR_TOKEN>`'],
-  ['not-ready', 503, '`/readyz`: the instance cannot take traffic; `not_ready` names the failing checks'],
-  ['internal', 500, 'an unexpected error; nothing was charged and no internals are shown'],
-  // POST /lds/balance/topup (payments/topup/handler.ts; test/service-openapi.test.ts checks this list is complete)
-  ['invalid-amount', 400, 'top-up: amount is not a decimal string with at most two decimals'],
-  ['topup-below-minimum', 400, 'top-up: below the 5.00 EUR minimum'],
-  ['topup-above-maximum', 400, 'top-up: above the maximum of one top-up'],
-  ['payment-required', 402, 'top-up: the MPP challenge (WWW-Authenticate: Payment)'],
-  ['payment-credential-invalid', 402, 'top-up: the credential does not match a valid challenge; a fresh challenge is attached'],
-  ['payment-declined', 402, 'top-up: the card was declined'],
-  ['payment-requires-action', 402, 'top-up: the payment needs customer action'],
-  ['payment-not-completed', 402, 'top-up: the payment did not complete'],
-  ['payment-token-rejected', 402, 'top-up: the processor does not accept the Shared Payment Token'],
-  ['topup-already-credited', 409, 'top-up: this credential\'s challenge was already credited. The very credential that paid, resent in the same form before its challenge expires, is instead answered again (200, the same result, nothing credited) unless the balance token it opened was rotated or revoked since; after that, or for any other credential, this 409: the credit happened and a new balance token is not shown again'],
-  ['topup-in-progress', 409, 'top-up: the same credential is being processed'],
-  ['payment-processor-unavailable', 502, 'top-up: the processor failed; nothing credited, resending the same credential is safe'],
-  ['ledger-unavailable', 503, 'the ledger is not accepting changes'],
-  ['quote-store-unavailable', 503, 'paying a quote made against a unit store version this instance does not hold (a new catalogue version is being rolled out to the instances, or this instance restarted since the quote): nothing was charged; `Retry-After` says when to repeat the same request, which is then paid with exactly the quoted units and price; `store_version` and `expires_at` name the quote\'s store and its expiry, after which the answer is `quote-expired` with a fresh quote'],
-  // balance tokens and the admin API (payments/http/admin.ts)
-  ['balance-token-revoked', 401, 'the balance token was rotated or revoked: use the token that replaced it'],
-  ['unknown-draw', 404, 'admin API: no such draw_id'],
-  ['unknown-topup', 404, 'admin API: no such topup_id'],
-  ['unknown-balance', 404, 'admin API: no such balance_id'],
-  ['unknown-balance-token', 404, 'admin API: no balance has this token'],
-  ['idempotency-key-reused', 409, 'admin API: this Idempotency-Key was used for another request'],
-  ['processor-mismatch', 409, 'admin API: the top-up was paid through another processor'],
-  ['refund-exceeds-payment', 422, 'admin API: more than what is left to refund of the draw or top-up; `available` says how much'],
-  ['adjustment-below-zero', 422, 'admin API: a debit would take the balance below zero; `balance` says what it holds'],
-  ['adjustment-above-maximum', 422, 'admin API: one adjustment above the most one correction may move (LDS_MAX_ADJUSTMENT, default the top-up maximum); `maximum` says how much'],
-  ['nothing-to-refund', 422, 'admin API: the top-up was refunded already or its money spent'],
-];
 
 const money = (description: string) => ({ type: 'string', pattern: '^(0|[1-9][0-9]{0,9})\\.[0-9]{2}$', description, examples: ['5.00'] });
 
@@ -342,35 +291,12 @@ const schemas: Record<string, unknown> = {
             quote_id: { type: 'string' },
             product_id: { type: 'string' },
             reason: { type: 'string', description: 'The operator\'s reason (refunds and adjustments)' },
-            draw_id: { type: 'string', description: 'The refunded draw' },
-            topup_id: { type: 'string', description: 'The refunded top-up' },
+            draw_id: { type: 'string', description: 'The draw the line is about: the draw itself on a `draw` line (equal to `id`), the refunded draw on a `refund` line' },
+            topup_id: { type: 'string', description: 'The top-up the line is about: the top-up itself on a `topup` line (equal to `id`), the refunded one on a `topup_refund` line' },
           },
         },
       },
       next_after: { type: 'string', description: 'Present when older lines exist: pass it as `after` for the next page (also in `Link: rel="next"`).' },
-    },
-  },
-  Problem: {
-    type: 'object',
-    description: `RFC 9457 problem details. \`type\` is one of:\n${PROBLEM_TYPES.map(([s, st, m]) => `- \`${PROBLEM_BASE}${s}\` (${st}): ${m}`).join('\n')}`,
-    required: ['type', 'title', 'status'],
-    properties: {
-      type: { type: 'string', format: 'uri', enum: PROBLEM_TYPES.map(([s]) => PROBLEM_BASE + s) },
-      title: { type: 'string' },
-      status: { type: 'integer' },
-      detail: { type: 'string' },
-      instance: { type: 'string' },
-      field: { type: 'string', description: 'The failing request field (dotted path), for malformed-request and quote-tampered.' },
-      policy: { enum: ['addr', 'token'], description: 'For rate-limited: the limit that refused the request (per client address, per balance token).' },
-      not_ready: { type: 'array', items: { type: 'string' }, description: 'For not-ready: the failing checks.' },
-      checks: { type: 'object', additionalProperties: { type: 'string' }, description: 'For not-ready: every check, `ok` or what is wrong.' },
-      available: { type: 'string', description: 'For refund-exceeds-payment: what is left to refund.' },
-      correction_id: { type: 'string', description: 'For idempotency-key-reused and a failed processor refund: the correction concerned.' },
-      unknown: { type: 'array', items: { type: 'string' }, description: 'For unknown-units.' },
-      store_version: { type: 'string', description: 'For quote-store-unavailable: the unit store version the quote was made against.' },
-      expires_at: { type: 'string', format: 'date-time', description: 'For quote-store-unavailable: when the quote expires (after that, repeating the request answers quote-expired with a fresh quote).' },
-      retry_after: { type: 'integer', description: 'For quote-store-unavailable: seconds to wait before repeating the request (also in Retry-After).' },
-      quote: { $ref: '#/components/schemas/Quote' },
     },
   },
   Catalogue: {
@@ -576,6 +502,34 @@ function adminPaths(): Record<string, unknown> {
   };
 }
 
+/** The Problem schema: `type` is one of the contract's types under this build's docs_url. */
+function problemSchema(docsUrl: string): Record<string, unknown> {
+  const base = problemBase(docsUrl);
+  return {
+    type: 'object',
+    description: `RFC 9457 problem details. \`type\` is one of the following; each resolves to a page that says what it means and what to do:\n${PROBLEM_TYPES.map((t) => `- \`${base}${t.slug}\` (${t.status}): ${t.meaning}`).join('\n')}`,
+    required: ['type', 'title', 'status'],
+    properties: {
+      type: { type: 'string', format: 'uri', enum: PROBLEM_TYPES.map((t) => base + t.slug) },
+      title: { type: 'string' },
+      status: { type: 'integer' },
+      detail: { type: 'string' },
+      instance: { type: 'string' },
+      field: { type: 'string', description: 'The failing request field (dotted path), for malformed-request and quote-tampered.' },
+      policy: { enum: ['addr', 'token'], description: 'For rate-limited: the limit that refused the request (per client address, per balance token).' },
+      not_ready: { type: 'array', items: { type: 'string' }, description: 'For not-ready: the failing checks.' },
+      checks: { type: 'object', additionalProperties: { type: 'string' }, description: 'For not-ready: every check, `ok` or what is wrong.' },
+      available: { type: 'string', description: 'For refund-exceeds-payment: what is left to refund.' },
+      correction_id: { type: 'string', description: 'For idempotency-key-reused and a failed processor refund: the correction concerned.' },
+      unknown: { type: 'array', items: { type: 'string' }, description: 'For unknown-units.' },
+      store_version: { type: 'string', description: 'For quote-store-unavailable: the unit store version the quote was made against.' },
+      expires_at: { type: 'string', format: 'date-time', description: 'For quote-store-unavailable: when the quote expires (after that, repeating the request answers quote-expired with a fresh quote).' },
+      retry_after: { type: 'integer', description: 'For quote-store-unavailable and rate-limited: seconds to wait before repeating the request (also in Retry-After).' },
+      quote: { $ref: '#/components/schemas/Quote' },
+    },
+  };
+}
+
 export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unknown> {
   const { base_url, mcp_url, docs_url } = ctx.addresses;
   const minTopup = ctx.catalogue.minimum_topup;
@@ -753,7 +707,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
       },
     },
     components: {
-      schemas: { ...schemas, ...PREVIEW_OPENAPI_SCHEMAS },
+      schemas: { ...schemas, Problem: problemSchema(docs_url), ...PREVIEW_OPENAPI_SCHEMAS },
       responses: {
         RateLimited: {
           ...problemResponse('`rate-limited`'),

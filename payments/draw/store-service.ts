@@ -339,7 +339,7 @@ export class StoreDrawService implements DrawService {
   async balance(balanceToken: string, page: StatementPage = {}): Promise<BalanceView> {
     const hash = await this.balanceIdOf(balanceToken);
     const limit = page.limit ?? 20;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw problems.malformed('limit', 'limit must be an integer from 1 to 1000');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw problems.malformed('limit', `limit must be a whole number from 1 to 1000 (got ${JSON.stringify(page.limit)})`);
     let before: number | undefined;
     if (page.after !== undefined) {
       if (!/^[1-9][0-9]{0,15}$/.test(page.after)) throw problems.malformed('after', 'after must be the next_after value of a previous page');
@@ -363,8 +363,10 @@ export class StoreDrawService implements DrawService {
         ...(s.quoteId !== undefined ? { quote_id: s.quoteId } : {}),
         ...(s.productId !== undefined ? { product_id: s.productId } : {}),
         ...(s.reason !== undefined ? { reason: s.reason } : {}),
-        ...(s.drawId !== undefined ? { draw_id: s.drawId } : {}),
-        ...(s.topupId !== undefined ? { topup_id: s.topupId } : {}),
+        // A draw line names its own draw in draw_id (and a top-up line its top-up in topup_id), as
+        // a refund line names the draw it refunds: the column means "the draw this line is about".
+        ...(s.drawId !== undefined ? { draw_id: s.drawId } : s.kind === 'draw' ? { draw_id: s.id } : {}),
+        ...(s.topupId !== undefined ? { topup_id: s.topupId } : s.kind === 'topup' ? { topup_id: s.id } : {}),
       })),
       ...(more ? { next_after: String(shown[shown.length - 1].seq) } : {}),
     };
@@ -445,7 +447,7 @@ export class StoreDrawService implements DrawService {
     const query = req.query;
     if (typeof query !== 'string' || query.trim() === '' || query.length > b.maxQueryChars) throw problems.malformed('query', `query must be a search text of 1 to ${b.maxQueryChars} characters, e.g. "data protection"`);
     const limit = req.limit ?? b.defaultLimit;
-    if (!Number.isInteger(limit) || limit < 1 || limit > b.maxLimit) throw problems.malformed('limit', `limit must be a whole number from 1 to ${b.maxLimit}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > b.maxLimit) throw problems.malformed('limit', `limit must be a whole number from 1 to ${b.maxLimit} (got ${JSON.stringify(limit)})`);
     return { product, currency: CURRENCY, query, limit };
   }
 
@@ -587,11 +589,25 @@ export class StoreDrawService implements DrawService {
     if (q.p !== r.product.product_id) throw problems.tampered('product_id', 'product_id differs from the quoted product.');
     if (q.c !== r.currency) throw problems.tampered('currency', 'currency differs from the quote.');
     const rd = this.requestDigest(r);
-    if (q.m !== rd.mode || q.r !== rd.digest) {
-      const field = q.m === 'u' ? 'units' : rd.mode === 'u' ? 'query' : q.m === 'q' && r.query !== undefined ? 'query' : 'units';
-      throw problems.tampered(field, `The request's ${q.m === 'u' ? 'units' : 'query and limit'} differ from what was quoted: repeat the quoted request exactly.`);
-    }
+    if (q.m !== rd.mode || q.r !== rd.digest) throw this.differingField(q, r);
     return q;
+  }
+
+  /**
+   * The refusal of a request that does not repeat its quote, naming the field that differs. A
+   * query quote binds query and limit in one digest; the limit is one of at most `maxLimit` values,
+   * so trying the request's query with each of them (only here, on a refusal) tells whether only
+   * the limit changed, and to what it was quoted.
+   */
+  private differingField(q: QuotePayload, r: Resolved): Problem {
+    const again = 'repeat the quoted request exactly.';
+    if (q.m === 'u') return problems.tampered('units', `The request's units differ from the quoted ones (as a set; order and repeats do not matter): ${again}`);
+    if (r.units) return problems.tampered('query', `The quote was made for a query (with its limit), not for a list of units: ${again}`);
+    for (let limit = 1; limit <= this.o.bounds.maxLimit; limit++) {
+      if (limit !== r.limit && requestDigest({ product_id: q.p, query: r.query, limit }, this.o.bounds.defaultLimit).digest === q.r)
+        return problems.tampered('limit', `limit is ${r.limit}, but the quote was made with limit ${limit}: ${again}`);
+    }
+    return problems.tampered('query', `The request's query differs from the quoted one: ${again}`);
   }
 
   /** One attribution line per delivered source, from the product's licence rulings. */

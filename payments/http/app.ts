@@ -262,7 +262,7 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
     const format = one('format') ?? 'json';
     if (format !== 'json' && format !== 'csv') throw new Problem(400, 'malformed-request', 'Malformed request', 'format must be json or csv', { field: 'format' });
     const limitText = one('limit');
-    if (limitText !== undefined && !/^[0-9]{1,4}$/.test(limitText)) throw new Problem(400, 'malformed-request', 'Malformed request', 'limit must be an integer from 1 to 1000', { field: 'limit' });
+    if (limitText !== undefined && !/^[0-9]{1,4}$/.test(limitText)) throw new Problem(400, 'malformed-request', 'Malformed request', `limit must be a whole number from 1 to 1000 (got ${JSON.stringify(limitText.slice(0, 20))})`, { field: 'limit' });
     const view = await o.service.balance(token ?? '', { after: one('after'), limit: limitText === undefined ? undefined : Number(limitText) });
     ctx.set('Cache-Control', 'no-store');
     if (view.next_after) {

@@ -94,7 +94,8 @@ function describe(e: ErrorObject): string {
     case 'exclusiveMinimum':
     case 'maximum':
     case 'exclusiveMaximum':
-      return `${field} must be ${expected ?? `a number ${e.keyword.includes('inimum') ? 'at least' : 'at most'} ${String(p.limit)}`}`;
+      // The value received, so whoever reads the refusal sees what was sent (it is a number here).
+      return `${field} must be ${expected ?? `a number ${e.keyword.includes('inimum') ? 'at least' : 'at most'} ${String(p.limit)}`} (got ${JSON.stringify(e.data)})`;
     case 'minItems':
     case 'maxItems':
       return `${field} must be ${expected ?? 'a list'}${e.keyword === 'maxItems' ? ` (at most ${String(p.limit)} entries)` : ''}`;

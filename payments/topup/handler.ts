@@ -37,7 +37,7 @@ export const TOPUP_CURRENCY = CURRENCY;
 export const TOPUP_MINIMUM_CENTS = 500;
 export const TOPUP_MAXIMUM_CENTS = 1_000_000; // 10,000.00 EUR: a sanity bound, not a business rule
 
-/** Problem `type` slugs of this endpoint (type = PROBLEM_BASE + slug). */
+/** Problem `type` slugs of this endpoint (type = <docs_url>problems/<slug>, contract/problems.ts). */
 export const TOPUP_PROBLEMS = {
   malformedBody: 'malformed-request', // 400, extra.field (same slug as the rest of the service)
   invalidAmount: 'invalid-amount', // 400, field amount: not a decimal string with at most two decimals

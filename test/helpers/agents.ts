@@ -9,6 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { build } from '../../generator/build.ts';
 import { localAddresses } from '../../generator/addresses.ts';
+import { servedBuild } from './problems.ts';
 import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer } from '../../payments/serve.ts';
 import { mountAgents } from '../../payments/agents/mount.ts';
@@ -49,6 +50,7 @@ export async function startAgentService(opts: { env?: Record<string, string> } =
       const running = await startServer(config, { logger: createLogger('silent'), env, mount: mountAgents });
       const catalogue = JSON.parse(await readFile(join(dist, 'v1/lds/_catalog'), 'utf8'));
       const card = JSON.parse(await readFile(join(dist, '.well-known/agent-card.json'), 'utf8'));
+      servedBuild(catalogue);
       return {
         running,
         origin,

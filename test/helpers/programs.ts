@@ -26,6 +26,9 @@ export const CHROMIUM: Program = { name: 'Chromium', names: ['chromium', 'chromi
 /** The documented shell examples call it by name, so only PATH counts. */
 export const CURL: Program = { name: 'curl', names: ['curl'], dirs: [], install: 'apt-get update && apt-get install -y curl' };
 
+/** util-linux (in every Debian system): `unshare -n` runs a command with no network but its own loopback. */
+export const UNSHARE: Program = { name: 'unshare', names: ['unshare'], dirs: ['/usr/bin'], install: 'apt-get update && apt-get install -y util-linux' };
+
 /** The flag .ci/run sets. */
 export const REQUIRE_PROGRAMS = 'LDS_REQUIRE_PROGRAMS';
 

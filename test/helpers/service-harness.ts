@@ -17,6 +17,7 @@ import { bearer, postJson } from './http.ts';
 import { BACKEND, ledgerEnv } from './ledgers.ts';
 import type { LedgerSettings } from '../../payments/ledger/open.ts';
 import { freshDatabase } from './pg.ts';
+import { servedBuild } from './problems.ts';
 
 export interface Fixture {
   root: string;
@@ -77,6 +78,7 @@ export async function startTestServer(fx: Fixture, opts: StartOptions & { env?: 
   const env = { LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: fx.store, LDS_VAR_DIR: varDir, LDS_RATE_LIMIT_RPS: '0', ...ledger, ...(opts.env ?? {}) };
   const config = await loadConfig({ port: 0, host: '127.0.0.1' }, env);
   const running = await startServer(config, { logger: createLogger('silent'), env, ...opts });
+  servedBuild(fx.catalogue);
   const ledgerSettings = { ledgerDir: config.ledgerDir, ledgerUrl: config.ledgerUrl };
   return { ...running, base: `${running.url}/v1`, varDir, ledgerSettings, ledgerEnv: ledgerEnv(ledgerSettings) };
 }
