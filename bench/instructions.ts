@@ -1,0 +1,153 @@
+// npm run bench:instructions — figures, not a test: instructions per request, counted by
+// valgrind's callgrind, for the 402 quote and the minimal Koa server answering the same bytes.
+// Why: on a shared machine the CPU time per request moves with the neighbours' load (caches,
+// hypervisor steal; ±30 % and more at a load average of 10+), so an A/B of a code change measured in
+// µs needs many alternations. An instruction count does not depend on the load: the same code and
+// the same requests execute the same instructions (give or take the JIT's timing and GC), so two
+// builds can be compared with one run each. What it leaves out: the kernel (the loopback send, which
+// callgrind does not see) and memory stalls; it counts user-space instructions of the server process,
+// all threads.
+//
+// It builds catalog-src into a temp dir, compiles build/ (as `npm start` runs it), starts the
+// service (`node build/cli.js serve`, rate limit off, logs at warn) and a minimal Koa server under
+// `valgrind --tool=callgrind --instr-atstart=no`, warms each up with BENCH_WARM requests (the JIT
+// compiles the hot paths), switches instrumentation on (callgrind_control -i on), sends BENCH_N
+// requests (BENCH_CONCURRENCY at a time, keep-alive), reads the instruction count
+// (callgrind_control -e Ir) and divides. Slow: valgrind runs Node ~50× slower.
+// Options (env): BENCH_N (default 1000), BENCH_WARM (default 3000), BENCH_CONCURRENCY (default 4).
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from '../generator/build.ts';
+import { localAddresses } from '../generator/addresses.ts';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const N = Number(process.env.BENCH_N ?? 1000);
+const WARM = Number(process.env.BENCH_WARM ?? 3000);
+const CONC = Number(process.env.BENCH_CONCURRENCY ?? 4);
+const PRODUCT = 'svc-agriculture-eu';
+const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+
+// The floor: reads and parses the JSON body, answers stored bytes and headers (as bench/service.ts's).
+const FLOOR = `
+import Koa from 'koa';
+const app = new Koa();
+let answer;
+app.use(async (ctx) => {
+  const chunks = []; for await (const c of ctx.req) chunks.push(c);
+  const body = Buffer.concat(chunks);
+  if (ctx.method === 'PUT') { answer = { status: Number(ctx.get('x-status')), headers: JSON.parse(ctx.get('x-headers')), body }; ctx.status = 204; return; }
+  JSON.parse(body.toString());
+  ctx.status = answer.status; ctx.set(answer.headers); ctx.body = answer.body;
+});
+const s = app.listen(0, '127.0.0.1', () => console.log('serving http://127.0.0.1:' + s.address().port));
+process.on('SIGTERM', () => process.exit(0));
+`;
+
+const agent = new Agent({ keepAlive: true, maxSockets: CONC });
+function send(url: string, method: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+  return new Promise((res, rej) => {
+    const r = request(url, { method, agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (m) => {
+      const chunks: Buffer[] = [];
+      m.on('data', (c: Buffer) => chunks.push(c));
+      m.on('end', () => res({ status: m.statusCode ?? 0, headers: m.headers as Record<string, string>, body: Buffer.concat(chunks) }));
+    });
+    r.on('error', rej);
+    r.end(body);
+  });
+}
+async function many(n: number, url: string, body: string, expect: number): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: CONC }, async () => {
+    while (next++ < n) {
+      const r = await send(url, 'POST', body);
+      if (r.status !== expect) throw new Error(`${url} answered ${r.status}, expected ${expect}: ${r.body.toString().slice(0, 200)}`);
+    }
+  }));
+}
+
+function startUnderCallgrind(args: string[], env: Record<string, string>, out: string): Promise<{ proc: ChildProcess; url: string }> {
+  const proc = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return new Promise((res, rej) => {
+    let text = '';
+    const on = (d: Buffer) => {
+      text += d;
+      const m = /serving (http:\/\/\S+)/.exec(text);
+      if (m) res({ proc, url: m[1] });
+    };
+    proc.stdout!.on('data', on);
+    proc.stderr!.on('data', on);
+    proc.on('exit', (c) => rej(new Error(`exited ${c}: ${text.slice(-2000)}`)));
+  });
+}
+
+const ctl = (...args: string[]) => execFileSync('callgrind_control', args, { encoding: 'utf8' });
+/** Instructions executed by the process since the last zeroing (callgrind_control -e Ir). */
+function instructions(pid: number): number {
+  const text = ctl('-e', 'Ir', String(pid));
+  // "Totals: Ir: 1,234,567" (one line per thread, then the totals)
+  const m = /Totals:\s*([\d,]+)/.exec(text) ?? /Ir:\s*([\d,]+)\s*$/m.exec(text);
+  if (!m) throw new Error(`cannot read callgrind_control -e Ir:\n${text}`);
+  return Number(m[1].replaceAll(',', ''));
+}
+
+async function measure(name: string, proc: ChildProcess, url: string, body: string, expect: number): Promise<number> {
+  console.error(`${new Date().toISOString().slice(11, 19)} ${name}: warming up (${WARM} requests under valgrind)…`);
+  await many(WARM, url, body, expect);
+  ctl('-i', 'on', String(proc.pid));
+  ctl('-z', String(proc.pid));
+  await many(N, url, body, expect);
+  const ir = instructions(proc.pid!);
+  ctl('-i', 'off', String(proc.pid));
+  return ir / N;
+}
+
+async function stop(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null) return;
+  const gone = new Promise((r) => p.once('exit', r));
+  p.kill('SIGTERM');
+  await gone;
+}
+
+async function main() {
+  const root = await mkdtemp(join(tmpdir(), 'lds-bench-instr-'));
+  const procs: ChildProcess[] = [];
+  try {
+    if (spawnSync(process.execPath, ['scripts/ensure-build.mjs'], { cwd: REPO, stdio: 'inherit' }).status !== 0) throw new Error('compiling to build/ failed');
+    await build({ srcDir: join(REPO, 'catalog-src'), outDir: join(root, 'dist'), storeRoot: join(root, 'store'), addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example') });
+    console.error('starting the service and the Koa floor under valgrind (minutes)…');
+    const env = { LDS_DIST_DIR: join(root, 'dist'), LDS_STORE_DIR: join(root, 'store'), LDS_VAR_DIR: join(root, 'var'), LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', LDS_QUOTE_SECRET: randomBytes(32).toString('hex'), MPP_SECRET_KEY: randomBytes(32).toString('hex') };
+    const [svc, floor] = await Promise.all([
+      startUnderCallgrind(['build/cli.js', 'serve', '--port', '0', '--host', '127.0.0.1'], env, join(root, 'callgrind.svc')),
+      startUnderCallgrind(['--input-type=module', '-e', FLOOR], {}, join(root, 'callgrind.floor')),
+    ]);
+    procs.push(svc.proc, floor.proc);
+    const drawUrl = `${svc.url}/v1/lds/draw`;
+    const probe = await send(drawUrl, 'POST', JSON.stringify({ product_id: PRODUCT, query: 'regulation', limit: 10 }));
+    const units = (JSON.parse(probe.body.toString()) as { resolved_units: string[] }).resolved_units;
+    const drawBody = JSON.stringify({ product_id: PRODUCT, units });
+    const sample = await send(drawUrl, 'POST', drawBody);
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(sample.headers)) if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(k)) headers[k] = String(v);
+    const put = await send(`${floor.url}/same`, 'PUT', sample.body.toString(), { 'x-status': String(sample.status), 'x-headers': JSON.stringify(headers) });
+    if (put.status !== 204) throw new Error(`storing the answer on the floor server: ${put.status}`);
+    const floorIr = await measure('Koa floor', floor.proc, `${floor.url}/same`, drawBody, 402);
+    const quoteIr = await measure('402 quote', svc.proc, drawUrl, drawBody, 402);
+    console.log(`\ninstructions per request (callgrind, user space, all threads; ${N} requests after ${WARM} warm-up, ${CONC} concurrent, keep-alive; ${new Date().toISOString()}, load ${load()})\n`);
+    console.log('| request | instructions/request |');
+    console.log('|---|---:|');
+    console.log(`| Koa POST, parse body, answer the quote's ${sample.body.length} bytes and headers (no service) | ${Math.round(floorIr).toLocaleString('en')} |`);
+    console.log(`| POST /v1/lds/draw, 402 quote (10 units) | ${Math.round(quoteIr).toLocaleString('en')} |`);
+    console.log(`\n402 quote / Koa floor, instructions: ${(quoteIr / floorIr).toFixed(2)}`);
+  } finally {
+    for (const p of procs) await stop(p);
+    agent.destroy();
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+await main();
