@@ -13,7 +13,9 @@
 // `valgrind --tool=callgrind --instr-atstart=no`, warms each up with BENCH_WARM requests (the JIT
 // compiles the hot paths), switches instrumentation on (callgrind_control -i on), sends BENCH_N
 // requests (BENCH_CONCURRENCY at a time, keep-alive), reads the instruction count
-// (callgrind_control -e Ir) and divides. Slow: valgrind runs Node ~50× slower.
+// (callgrind_control -e Ir) and divides. Then the same for LevelDB paid draws (10 units, a fresh
+// quote each, minted beforehand by the same service outside the counted window; a topped-up
+// balance of 10,000.00 EUR). Slow: valgrind runs Node ~50× slower.
 // Options (env): BENCH_N (default 1000), BENCH_WARM (default 3000), BENCH_CONCURRENCY (default 4).
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -24,6 +26,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from '../generator/build.ts';
 import { localAddresses } from '../generator/addresses.ts';
+import { payTopup } from '../payments/topup/client.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const N = Number(process.env.BENCH_N ?? 1000);
@@ -49,7 +52,20 @@ process.on('SIGTERM', () => process.exit(0));
 `;
 
 const agent = new Agent({ keepAlive: true, maxSockets: CONC });
-function send(url: string, method: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+/**
+ * One request over the keep-alive agent. A socket the server closed while idle (its keep-alive
+ * timeout passes while callgrind_control works) is retried once on a new one: the request was not
+ * read (a paid draw retried with its quote would be answered as a replay anyway).
+ */
+async function send(url: string, method: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+  try {
+    return await sendOnce(url, method, body, headers);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET' && (err as NodeJS.ErrnoException).code !== 'EPIPE') throw err;
+    return sendOnce(url, method, body, headers);
+  }
+}
+function sendOnce(url: string, method: string, body: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
   return new Promise((res, rej) => {
     const r = request(url, { method, agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (m) => {
       const chunks: Buffer[] = [];
@@ -60,11 +76,11 @@ function send(url: string, method: string, body: string, headers: Record<string,
     r.end(body);
   });
 }
-async function many(n: number, url: string, body: string, expect: number): Promise<void> {
+async function many(n: number, url: string, body: string | ((i: number) => string), expect: number, headers: Record<string, string> = {}): Promise<void> {
   let next = 0;
   await Promise.all(Array.from({ length: CONC }, async () => {
-    while (next++ < n) {
-      const r = await send(url, 'POST', body);
+    for (let i = next++; i < n; i = next++) {
+      const r = await send(url, 'POST', typeof body === 'string' ? body : body(i), headers);
       if (r.status !== expect) throw new Error(`${url} answered ${r.status}, expected ${expect}: ${r.body.toString().slice(0, 200)}`);
     }
   }));
@@ -85,22 +101,22 @@ function startUnderCallgrind(args: string[], env: Record<string, string>, out: s
   });
 }
 
-const ctl = (...args: string[]) => execFileSync('callgrind_control', args, { encoding: 'utf8' });
+const ctl = (...args: string[]) => execFileSync('callgrind_control', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
 /** Instructions executed by the process since the last zeroing (callgrind_control -e Ir). */
 function instructions(pid: number): number {
   const text = ctl('-e', 'Ir', String(pid));
-  // "Totals: Ir: 1,234,567" (one line per thread, then the totals)
-  const m = /Totals:\s*([\d,]+)/.exec(text) ?? /Ir:\s*([\d,]+)\s*$/m.exec(text);
-  if (!m) throw new Error(`cannot read callgrind_control -e Ir:\n${text}`);
-  return Number(m[1].replaceAll(',', ''));
+  // "Totals: Ir", then one line per thread: "Th 1  136,782,881"
+  const threads = [...text.matchAll(/^\s*Th\s+\d+\s+([\d,]+)\s*$/gm)].map((m) => Number(m[1].replaceAll(',', '')));
+  if (!threads.length) throw new Error(`cannot read callgrind_control -e Ir:\n${text}`);
+  return threads.reduce((a, b) => a + b, 0);
 }
 
-async function measure(name: string, proc: ChildProcess, url: string, body: string, expect: number): Promise<number> {
+async function measure(name: string, proc: ChildProcess, url: string, body: string | ((i: number) => string), expect: number, headers: Record<string, string> = {}): Promise<number> {
   console.error(`${new Date().toISOString().slice(11, 19)} ${name}: warming up (${WARM} requests under valgrind)…`);
-  await many(WARM, url, body, expect);
+  await many(WARM, url, body, expect, headers);
   ctl('-i', 'on', String(proc.pid));
   ctl('-z', String(proc.pid));
-  await many(N, url, body, expect);
+  await many(N, url, typeof body === 'string' ? body : (i) => body(WARM + i), expect, headers);
   const ir = instructions(proc.pid!);
   ctl('-i', 'off', String(proc.pid));
   return ir / N;
@@ -137,12 +153,25 @@ async function main() {
     if (put.status !== 204) throw new Error(`storing the answer on the floor server: ${put.status}`);
     const floorIr = await measure('Koa floor', floor.proc, `${floor.url}/same`, drawBody, 402);
     const quoteIr = await measure('402 quote', svc.proc, drawUrl, drawBody, 402);
+    // Paid draws: one balance, WARM + N fresh quotes minted first (outside the counted window).
+    const top = await payTopup(`${svc.url}/v1/lds/balance/topup`, '10000.00', { spt: 'spt_bench_instructions' });
+    const token = ((await top.json()) as { balance_token: string }).balance_token;
+    console.error(`${new Date().toISOString().slice(11, 19)} minting ${WARM + N} quotes…`);
+    const quotes: string[] = new Array(WARM + N);
+    let q = 0;
+    await Promise.all(Array.from({ length: CONC }, async () => {
+      for (let i = q++; i < WARM + N; i = q++) quotes[i] = (JSON.parse((await send(drawUrl, 'POST', drawBody)).body.toString()) as { quote_id: string }).quote_id;
+    }));
+    const prefix = JSON.stringify({ product_id: PRODUCT, units, quote_id: '' }).slice(0, -2);
+    const paidIr = await measure('LevelDB paid draw', svc.proc, drawUrl, (i) => `${prefix}${quotes[i]}"}`, 200, { authorization: `Bearer ${token}` });
     console.log(`\ninstructions per request (callgrind, user space, all threads; ${N} requests after ${WARM} warm-up, ${CONC} concurrent, keep-alive; ${new Date().toISOString()}, load ${load()})\n`);
     console.log('| request | instructions/request |');
     console.log('|---|---:|');
     console.log(`| Koa POST, parse body, answer the quote's ${sample.body.length} bytes and headers (no service) | ${Math.round(floorIr).toLocaleString('en')} |`);
     console.log(`| POST /v1/lds/draw, 402 quote (10 units) | ${Math.round(quoteIr).toLocaleString('en')} |`);
+    console.log(`| LevelDB: POST /v1/lds/draw, paid (10 units, 38 KB answer) | ${Math.round(paidIr).toLocaleString('en')} |`);
     console.log(`\n402 quote / Koa floor, instructions: ${(quoteIr / floorIr).toFixed(2)}`);
+    console.log(`LevelDB paid draw / Koa floor, instructions: ${(paidIr / floorIr).toFixed(2)}`);
   } finally {
     for (const p of procs) await stop(p);
     agent.destroy();
