@@ -183,6 +183,7 @@ app.use(async (ctx) => {
   ctx.status = a.status; ctx.set(a.headers); ctx.body = a.body;
 });
 const s = app.listen(0, '127.0.0.1', () => console.log('hello http://127.0.0.1:' + s.address().port));
+process.on('SIGTERM', () => process.exit(0)); // a normal exit, so --cpu-prof writes its profile
 `;
 
 /** Stores `res` (already read into `body`) on the Koa server at `path`, to be answered as it is. */
@@ -522,7 +523,7 @@ async function main() {
     };
 
     const svc = await startService('level');
-    const hello = await startChild(['--input-type=module', '-e', HELLO], {}, /hello (http:\/\/\S+)/);
+    const hello = await startChild([...profArgs('koa-floor'), '--input-type=module', '-e', HELLO], {}, /hello (http:\/\/\S+)/);
     children.push(hello.proc);
     const base = svc.base;
 

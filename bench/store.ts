@@ -1,18 +1,23 @@
 // Unit store benchmark: `npm run bench:store` (options: BENCH_UNITS=1000000 BENCH_SEED=20261101
-// BENCH_DIR=<dir, default os tmpdir>). One run:
+// BENCH_DIR=<dir, default os tmpdir> BENCH_BASELINES=0|1, default 1 up to 1M units: the MiniSearch
+// baseline holds the whole product in memory, ~3.5 GiB at 1M). One run:
 //   1. synthesises >= BENCH_UNITS P units from the real aligned EUR-Lex paragraphs (seeded, so
 //      the same corpus every time) plus an acts file that gives every synthetic act the EuroVoc
 //      descriptors of a real act, so routing works as it does on real data;
 //   2. baseline: a plain stream-parse of the same JSONL (readline + JSON.parse);
 //   3. builds the unit store from it with the real build (buildUnitStore);
-//   4. runs a fixed set of 100 queries against the store (p50/p95/p99, RSS);
+//   4. runs a fixed set of 100 queries against the store (p50/p95/p99, RSS), then 200 reference
+//      draws of 10 refs each (seeded, random acts routed to the product: what a paid draw by unit
+//      list reads), each pass twice;
 //   5. baseline: the same queries over the same product's pivot texts with MiniSearch in memory.
 // Every phase runs in its own child process so each peak RSS is that phase's alone.
+// `npm run bench:store -- curve 100000 1000000 5000000` prints the growth curve from the result.json
+// of earlier runs of those sizes (same seed and BENCH_DIR rule), with each size's ratio to the previous.
 import { spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { copyFile, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
-import { cpus, totalmem, tmpdir } from 'node:os';
+import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tokenize } from '../contract/store-format.ts';
@@ -183,8 +188,58 @@ async function query(): Promise<Record<string, unknown>> {
     passes.push(latencies(ms));
   }
   const again = (await store.search(PRODUCT, queries[0], 10)).map((u) => u.ref);
+  // Reference draws: 10 refs of random acts routed to the product (decided from the acts file and
+  // the routing rules, not from the store, so no ref is read before it is timed), twice.
+  const draws = await referenceDraws(200, 10);
+  const refPasses: Record<string, unknown>[] = [];
+  let found = 0;
+  for (let pass = 0; pass < 2; pass++) {
+    const ms: number[] = [];
+    for (const refs of draws) {
+      const t = performance.now();
+      const got = await store.getUnits(PRODUCT, refs);
+      ms.push(performance.now() - t);
+      if (pass === 0) found += got.units.length;
+    }
+    refPasses.push(latencies(ms));
+  }
   await store.close();
-  return { product: PRODUCT, queries: queries.length, limit: 10, results: hits, first_pass: passes[0], second_pass: passes[1], rss_before_open_mb: rssBefore, peak_rss_mb: process.resourceUsage().maxRSS / 1024, sample: { query: queries[0], top: again.slice(0, 3) } };
+  if (found !== draws.length * 10) throw new Error(`reference draws found ${found} of ${draws.length * 10} units: the acts routed to ${PRODUCT} are not what the store holds`);
+  return { product: PRODUCT, queries: queries.length, limit: 10, results: hits, first_pass: passes[0], second_pass: passes[1], ref_draws: draws.length, ref_first_pass: refPasses[0], ref_second_pass: refPasses[1], rss_before_open_mb: rssBefore, peak_rss_mb: process.resourceUsage().maxRSS / 1024, sample: { query: queries[0], top: again.slice(0, 3) } };
+}
+
+/** The celex ids of the synthetic acts routed to PRODUCT (by the real routing rules). */
+async function actsInProduct(): Promise<string[]> {
+  const { loadCatalogSrc } = await import('../generator/load.ts');
+  const { readEuroVocDescriptors } = await import('../generator/ingest/eurovoc.ts');
+  const { routeAct, compileRule } = await import('../generator/store/routing.ts');
+  const real = await loadCatalogSrc(SRC);
+  const table = await readEuroVocDescriptors(join(DIR, 'data', 'eurovoc'), 'eurovoc', (e) => { throw e; });
+  const rules = real.products.map((p) => compileRule(p.product_id, p.routing));
+  const out: string[] = [];
+  for await (const { text } of readLines(ACTS)) {
+    const a = JSON.parse(text);
+    if (routeAct(a.eurovoc_concepts.all_levels, rules, table).products.includes(PRODUCT)) out.push(a.celex_id);
+  }
+  return out;
+}
+
+/** `n` draws of `k` distinct refs each, seeded: random paragraphs of random acts routed to PRODUCT. */
+async function referenceDraws(n: number, k: number): Promise<string[][]> {
+  const acts = await actsInProduct();
+  const r = rng(SEED ^ 0xd1a3);
+  const draws: string[][] = [];
+  const lastAct = Math.ceil(UNITS / PARAS_PER_ACT) - 1;
+  while (draws.length < n) {
+    const refs = new Set<string>();
+    while (refs.size < k) {
+      const celex = acts[Math.floor(r() * acts.length)];
+      const paras = Number(celex.slice(6)) === lastAct ? UNITS - lastAct * PARAS_PER_ACT : PARAS_PER_ACT;
+      refs.add(`eu.eurlex:${celex}/${Math.floor(r() * paras)}`);
+    }
+    draws.push([...refs]);
+  }
+  return draws;
 }
 
 // ---- phase: MiniSearch baseline ----------------------------------------------------------------
@@ -192,17 +247,7 @@ async function minisearch(): Promise<Record<string, unknown>> {
   const { default: MiniSearch } = await import('minisearch');
   const queries = await benchQueries();
   // the same documents the store's product index holds: the pivot text of units routed to PRODUCT
-  const { loadCatalogSrc } = await import('../generator/load.ts');
-  const { readEuroVocDescriptors } = await import('../generator/ingest/eurovoc.ts');
-  const { routeAct, compileRule } = await import('../generator/store/routing.ts');
-  const real = await loadCatalogSrc(SRC);
-  const table = await readEuroVocDescriptors(join(DIR, 'data', 'eurovoc'), 'eurovoc', (e) => { throw e; });
-  const rules = real.products.map((p) => compileRule(p.product_id, p.routing));
-  const inProduct = new Set<string>();
-  for await (const { text } of readLines(ACTS)) {
-    const a = JSON.parse(text);
-    if (routeAct(a.eurovoc_concepts.all_levels, rules, table).products.includes(PRODUCT)) inProduct.add(a.celex_id);
-  }
+  const inProduct = new Set(await actsInProduct());
   const t0 = performance.now();
   const ms = new MiniSearch<{ id: string; text: string }>({ fields: ['text'], storeFields: [], tokenize: (s) => tokenize(s), processTerm: (t) => t });
   let batch: { id: string; text: string }[] = [];
@@ -247,33 +292,67 @@ async function child(phase: string): Promise<Record<string, any>> {
   return result;
 }
 
+const BASELINES = process.env.BENCH_BASELINES !== undefined ? process.env.BENCH_BASELINES === '1' : UNITS <= 1_000_000;
+const f = (x: number, d = 1) => x.toFixed(d);
+const lat = (l: { p50_ms: number; p95_ms: number; p99_ms: number }) => `${f(l.p50_ms, 2)} / ${f(l.p95_ms, 2)} / ${f(l.p99_ms, 2)}`;
+
+/** The growth curve from earlier runs' result.json (one per size, found by the default BENCH_DIR rule). */
+async function curve(sizes: number[]): Promise<void> {
+  const rows: string[] = [];
+  let prev: { units: number; seconds: number } | undefined;
+  for (const n of sizes) {
+    const file = join(process.env.BENCH_DIR ? resolve(process.env.BENCH_DIR, '..', `lds-bench-store-${n}-${SEED}`) : join(tmpdir(), `lds-bench-store-${n}-${SEED}`), 'result.json');
+    if (!existsSync(file)) {
+      rows.push(`| ${n.toLocaleString('en')} | (no run: ${file}) | | | | | | | |`);
+      continue;
+    }
+    const r = JSON.parse(await readFile(file, 'utf8'));
+    const b = r.build;
+    const q = r.query;
+    const growth = prev ? `${f(b.seconds / prev.seconds, 2)}× for ${f(n / prev.units, 0)}× the units` : '';
+    rows.push(`| ${n.toLocaleString('en')} | ${f(b.seconds)} | ${growth} | ${f(b.peak_rss_mb, 0)} | ${f(b.store_mb, 0)} | ${lat(q.second_pass)} (1st: ${lat(q.first_pass)}) | ${q.ref_second_pass ? `${lat(q.ref_second_pass)} (1st: ${lat(q.ref_first_pass)})` : '(not measured)'} | ${f(q.peak_rss_mb, 0)} | ${r.started} (load ${r.load ?? '?'}) |`);
+    prev = { units: n, seconds: b.seconds };
+  }
+  console.log([
+    `unit store growth (seed ${SEED}; query draws: 100 queries, limit 10, ${PRODUCT}; reference draws: 200 × 10 refs)`,
+    '',
+    '| units | build s | build growth | build peak RSS MiB | store MiB | query p50 / p95 / p99 ms, 2nd pass | reference draw p50 / p95 / p99 ms, 2nd pass | query process RSS MiB | run (load average 1 5 15 min at the build\'s end) |',
+    '|---:|---:|---|---:|---:|---|---|---:|---|',
+    ...rows,
+  ].join('\n'));
+}
+
 const phase = process.argv[2];
-if (phase) {
+if (phase === 'curve') {
+  await curve(process.argv.slice(3).map(Number));
+} else if (phase) {
   console.log(JSON.stringify(await phases[phase]()));
 } else {
   const started = new Date().toISOString();
   const s = existsSync(CORPUS) && existsSync(ACTS) && process.env.BENCH_RESYNTH !== '1' ? { reused: 1 } : await child('synth');
-  const p = await child('parse');
+  const p = BASELINES ? await child('parse') : undefined;
   const b = await child('build');
+  const buildLoad = loadavg().map((x) => x.toFixed(2)).join(' ');
   const q = await child('query');
-  const m = await child('minisearch');
-  const f = (x: number, d = 1) => x.toFixed(d);
+  const m = BASELINES ? await child('minisearch') : undefined;
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${f(totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}, ${process.platform}`;
+  const none = '(not run: BENCH_BASELINES=0)';
   const lines = [
-    `unit store benchmark (${started}; ${machine})`,
-    `corpus: ${p.units} P units / ${p.rows} rows synthesised from the real paragraphs (seed ${SEED}; ${JSON.stringify(s)})`,
+    `unit store benchmark (${started}; ${machine}; load average at the build's end ${buildLoad})`,
+    `corpus: ${UNITS} P units${p ? ` / ${p.rows} rows` : ''} synthesised from the real paragraphs (seed ${SEED}; ${JSON.stringify(s)})`,
     '',
     `| measure | unit store | baseline |`,
     `|---|---|---|`,
-    `| build: units/s | ${f(b.units_per_s, 0)} (${f(b.seconds)} s for ${b.units_read} units) | stream-parse: ${f(p.units_per_s, 0)} (${f(p.seconds)} s) |`,
-    `| build: peak RSS | ${f(b.peak_rss_mb, 0)} MiB | stream-parse: ${f(p.peak_rss_mb, 0)} MiB |`,
+    `| build: units/s | ${f(b.units_per_s, 0)} (${f(b.seconds)} s for ${b.units_read} units) | ${p ? `stream-parse: ${f(p.units_per_s, 0)} (${f(p.seconds)} s)` : none} |`,
+    `| build: peak RSS | ${f(b.peak_rss_mb, 0)} MiB | ${p ? `stream-parse: ${f(p.peak_rss_mb, 0)} MiB` : none} |`,
     `| store size on disk | ${f(b.store_mb, 0)} MiB | input JSONL: ${f((await stat(CORPUS)).size / 2 ** 20, 0)} MiB |`,
-    `| query p50 / p95 / p99 (${q.queries} queries, limit 10, ${q.product}; 2nd pass) | ${f(q.second_pass.p50_ms, 2)} / ${f(q.second_pass.p95_ms, 2)} / ${f(q.second_pass.p99_ms, 2)} ms | MiniSearch: ${f(m.second_pass.p50_ms, 2)} / ${f(m.second_pass.p95_ms, 2)} / ${f(m.second_pass.p99_ms, 2)} ms |`,
-    `| query p50 / p95 / p99 (1st pass, store just opened) | ${f(q.first_pass.p50_ms, 2)} / ${f(q.first_pass.p95_ms, 2)} / ${f(q.first_pass.p99_ms, 2)} ms | MiniSearch: ${f(m.first_pass.p50_ms, 2)} / ${f(m.first_pass.p95_ms, 2)} / ${f(m.first_pass.p99_ms, 2)} ms |`,
-    `| query process peak RSS | ${f(q.peak_rss_mb, 0)} MiB | MiniSearch: ${f(m.peak_rss_mb, 0)} MiB (${m.docs} docs indexed in ${f(m.index_seconds)} s) |`,
+    `| query p50 / p95 / p99 (${q.queries} queries, limit 10, ${q.product}; 2nd pass) | ${lat(q.second_pass)} ms | ${m ? `MiniSearch: ${lat(m.second_pass)} ms` : none} |`,
+    `| query p50 / p95 / p99 (1st pass, store just opened) | ${lat(q.first_pass)} ms | ${m ? `MiniSearch: ${lat(m.first_pass)} ms` : none} |`,
+    `| reference draw (10 refs) p50 / p95 / p99, 1st / 2nd pass (${q.ref_draws} draws) | ${lat(q.ref_first_pass)} / ${lat(q.ref_second_pass)} ms | |`,
+    `| query process peak RSS | ${f(q.peak_rss_mb, 0)} MiB | ${m ? `MiniSearch: ${f(m.peak_rss_mb, 0)} MiB (${m.docs} docs indexed in ${f(m.index_seconds)} s)` : none} |`,
     '',
     `store ${b.store_version}; ${b.product_memberships} unit-product memberships; sample query "${q.sample.query}" -> ${q.sample.top.join(', ')}`,
   ];
   console.log(lines.join('\n'));
-  await writeFile(join(DIR, 'result.json'), JSON.stringify({ started, machine, synth: s, parse: p, build: b, query: q, minisearch: m }, null, 2));
+  await writeFile(join(DIR, 'result.json'), JSON.stringify({ started, load: buildLoad, machine, synth: s, parse: p, build: b, query: q, minisearch: m }, null, 2));
 }
