@@ -15,12 +15,13 @@ import type { LedgerSettings } from '../payments/ledger/open.ts';
 import { CATALOG_SRC, cliAsync } from './helpers/build.ts';
 import { sharedSecrets, startInstance, stopInstance, type Instance } from './helpers/instances.ts';
 import { ledgerEnv, newLedgerSettings } from './helpers/ledgers.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { balanceOf, bearer, buildFixture, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
 import { PRODUCT, buildInto, centsOf, copyBuild, lastEcdcRefs, readyz, secondVersionSrc, waitReady } from './helpers/releases.ts';
 
 const V2_PRICE_MICROS = 25_000;
 const DROPPED = 12;
-const RETRY_PROBLEM = 'https://lds.example/problems/quote-store-unavailable';
+const RETRY_PROBLEM = () => PROBLEM_BASE + 'quote-store-unavailable';
 
 let fx: Fixture;
 let ledger: LedgerSettings;
@@ -97,7 +98,7 @@ function paidOrRetry(q: QuoteBody, a: { status: number; body: any; retryAfter: s
     return 'paid';
   }
   assert.is(a.status, 503, JSON.stringify(a.body));
-  assert.is(a.body.type, RETRY_PROBLEM);
+  assert.is(a.body.type, RETRY_PROBLEM());
   assert.is(a.body.store_version, q.store_version);
   assert.ok(Number(a.retryAfter) >= 1, `Retry-After ${a.retryAfter}`);
   return 'retry';

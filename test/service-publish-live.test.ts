@@ -18,6 +18,7 @@ import type { LedgerSettings } from '../payments/ledger/open.ts';
 import { CATALOG_SRC, cliAsync } from './helpers/build.ts';
 import { sharedSecrets, startInstance, stopInstance, type Instance } from './helpers/instances.ts';
 import { BACKEND, ledgerEnv, newLedgerSettings } from './helpers/ledgers.ts';
+import { PROBLEM_BASE } from './helpers/problems.ts';
 import { balanceOf, bearer, buildFixture, postJson, refsByProduct, startTestServer, topUp, type Fixture } from './helpers/service-harness.ts';
 import { PRODUCT, buildInto, centsOf, copyBuild, lastEcdcRefs, metric, readyz, secondVersionSrc, waitReady } from './helpers/releases.ts';
 
@@ -170,7 +171,7 @@ test(`${BACKEND}: a new build published under load: new quotes switch within sec
   assert.is(centsOf(fresh.amount), priceCents(2, V2_PRICE_MICROS));
   const gone = await postJson(`${inst.base}/lds/draw`, { product_id: PRODUCT, units: dropped.slice(0, 4) });
   assert.is(gone.status, 404);
-  assert.is(((await gone.json()) as { type: string }).type, 'https://lds.example/problems/unknown-units');
+  assert.is(((await gone.json()) as { type: string }).type, PROBLEM_BASE + 'unknown-units');
 
   // Every quote issued before the switch: its old price, exactly its old units.
   let outstandingCents = 0;
@@ -293,11 +294,11 @@ test(`${BACKEND}: the previous store is closed once its quotes have expired; a q
     // Its quote has expired: a fresh quote of the serving version, at its price; nothing charged.
     const late = await postJson(`${srv.base}/lds/draw`, q.pay_with, bearer(token));
     assert.is(late.status, 404, 'the units are gone from the serving store');
-    assert.is(((await late.json()) as { type: string }).type, 'https://lds.example/problems/unknown-units');
+    assert.is(((await late.json()) as { type: string }).type, PROBLEM_BASE + 'unknown-units');
     const late2 = await postJson(`${srv.base}/lds/draw`, q2.pay_with, bearer(token));
     assert.is(late2.status, 402);
     const expired = (await late2.json()) as { type: string; quote: QuoteBody };
-    assert.is(expired.type, 'https://lds.example/problems/quote-expired');
+    assert.is(expired.type, PROBLEM_BASE + 'quote-expired');
     assert.is(expired.quote.store_version, v2.store_version);
     assert.is(centsOf(expired.quote.amount), priceCents(2, V2_PRICE_MICROS));
     assert.is(await balanceOf(srv.base, token), '5.00');
