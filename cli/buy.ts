@@ -20,6 +20,7 @@ import { LdsClient } from '../client/client.ts';
 import { LdsError } from '../client/errors.ts';
 import { verifyJournal } from '../client/journal.ts';
 import { DEFAULT_SPT, TOKEN_ENV } from './topup.ts';
+import { STATEMENT_PAGE } from '../contract/limits.ts';
 
 export class BuyCliError extends LdsError {}
 
@@ -154,7 +155,7 @@ export async function runBalance(o: CommonOptions, io: BuyerIo): Promise<void> {
 export async function runStatement(o: CommonOptions & { csv?: boolean; limit?: string }, io: BuyerIo): Promise<void> {
   const { client } = await clientFor(o, io);
   const limit = o.limit === undefined ? 100 : Number(o.limit);
-  if (!(Number.isInteger(limit) && limit >= 1 && limit <= 1000)) throw new BuyCliError('--limit (lines per page) must be a whole number from 1 to 1000');
+  if (!(Number.isInteger(limit) && limit >= 1 && limit <= STATEMENT_PAGE.maxLines)) throw new BuyCliError(`--limit (lines per page) must be a whole number from 1 to ${STATEMENT_PAGE.maxLines}`);
   if (o.csv) {
     let after: string | undefined;
     let first = true;

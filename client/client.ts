@@ -13,8 +13,8 @@ import { Journal } from './journal.ts';
 import { DAY_MS, checkDraw, checkTopup, parsePolicy, type CentsPolicy, type SpendingPolicy } from './policy.ts';
 import { networkReason, sendWithRetry, type RetryEnv, type RetryOptions } from './retry.ts';
 import type { DrawReceipt, DrawRequestBody, PaidDraw, Quote, StatementLine, TopupResult, Discovery } from './types.ts';
+import { TOPUP_MINIMUM_CENTS } from '../contract/limits.ts';
 
-const TOPUP_MINIMUM_CENTS = 500;
 
 export interface AutoTopup {
   /** what one automatic top-up adds (at least what the draw lacks, and never above policy.maxPerTopup) */
@@ -274,7 +274,7 @@ export class LdsClient {
       const sent = q.quote_id;
       await this.journal.append({ kind: 'pay', base_url: this.baseUrl, quote_id: sent, product_id: q.product_id, amount: q.amount, unit_count: q.unit_count });
       this.o.onProgress?.(`paying ${q.amount} ${q.currency} for ${q.unit_count} unit${q.unit_count === 1 ? '' : 's'} of ${q.product_id}`);
-      const payBody = (q as Quote & { pay_with?: Record<string, unknown> }).pay_with ?? { product_id: q.product_id, currency: q.currency, quote_id: sent, ...(q.units ? { units: q.units } : {}), ...(q.query !== undefined ? { query: q.query, limit: q.limit } : {}) };
+      const payBody = q.pay_with ?? { product_id: q.product_id, currency: q.currency, quote_id: sent, ...(q.units ? { units: q.units } : {}), ...(q.query !== undefined ? { query: q.query, limit: q.limit } : {}) };
       let answer: { res: Response; json: any };
       try {
         answer = await this.send('paid draw', '/lds/draw', { method: 'POST', body: payBody, auth: true, idempotent: true });

@@ -3,7 +3,7 @@
 // Both halves use these: the generator prices the catalogue, the service prices draws.
 
 /** The one currency of balances, quotes and top-ups. */
-export const CURRENCY = 'EUR';
+export const CURRENCY = 'EUR' as const;
 
 export const MICROS_PER_CENT = 10_000n;
 

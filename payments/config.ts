@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { isPostgresUrl } from './ledger/open.ts';
 import { generateReceiptKey, ReceiptKeyError, ReceiptSigner } from './receipts.ts';
 import { parseAmountCents } from '../contract/money.ts';
+import { DEFAULT_MAX_ADJUSTMENT_CENTS } from '../contract/limits.ts';
 
 export type ProcessorName = 'sandbox' | 'stripe';
 
@@ -63,8 +64,6 @@ export const MIN_SECRET_BYTES = 32;
 
 export class ConfigError extends Error {}
 
-/** The top-up maximum (payments/topup/handler.ts TOPUP_MAXIMUM_CENTS), the default ceiling of one operator adjustment. */
-export const DEFAULT_MAX_ADJUSTMENT_CENTS = 1_000_000;
 
 /** An amount setting such as "10000.00" (EUR, at most two decimals, > 0), in cents. */
 function amountSetting(env: NodeJS.ProcessEnv, name: string, dflt: number): number {

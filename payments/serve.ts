@@ -2,21 +2,22 @@
 // benchmark); `serveFromCli` is what `lds serve` / `npm start` runs: it loads the configuration,
 // logs as JSON with pino (tokens and credentials redacted), and drains on SIGTERM/SIGINT before
 // closing the ledger and the unit store, so an orderly stop never cuts a paid draw in half.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import pino, { type Logger } from 'pino';
 import type { UnitStoreReader } from '../contract/store-format.ts';
 import { createApp, type Mount } from './http/app.ts';
 import { loadConfig, type ServiceConfig } from './config.ts';
 import { StoreDrawService } from './draw/store-service.ts';
-import type { DebitDrawInput, Ledger, LedgerHooks } from './ledger/ledger.ts';
-import { createMetrics, type Metrics } from './metrics.ts';
+import type { Ledger, LedgerHooks } from './ledger/ledger.ts';
+import { meteredLedger } from './ledger/metered.ts';
+import { createMetrics, type Metrics, type PoolStats } from './metrics.ts';
 import type { Readiness } from './http/ops.ts';
 import type { FaultHooks } from './faults.ts';
 import { openLedger } from './ledger/open.ts';
 import type { PaymentProcessor } from './processors/types.ts';
 import { stripeOptionsFromEnv } from './processors/stripe-options.ts';
-import { staticFastPath } from './http/static.ts';
+import { staticFastPath, type StaticSite } from './http/static.ts';
 import { loadDist, ReleaseSet } from './release/releases.ts';
 import type { LiveDrawService } from './release/live-service.ts';
 import { isLazy, lazyMiddleware } from './http/lazy.ts';
@@ -93,22 +94,15 @@ async function defaultOpenStore(root: string, version?: string): Promise<UnitSto
   return openUnitStore(root, version === undefined ? {} : { version });
 }
 
+/**
+ * Starts the service: the published build, the ledger, the releases that follow new builds, the
+ * Koa app, then the HTTP server. Each step is a function below; the order matters only where one
+ * needs what another made.
+ */
 export async function startServer(config: ServiceConfig, opts: StartOptions = {}): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   const env = opts.env ?? process.env;
-
-
-  // The processor is built after the server listens, with the top-up it serves: the Stripe SDK is
-  // ~130 ms of start-up. Its settings are read and checked now, so bad ones still stop the start.
-  const stripeOptions = config.processor === 'stripe' ? stripeOptionsFromEnv(env) : null;
-  let processorLoad: Promise<PaymentProcessor> | undefined;
-  const processor = () =>
-    (processorLoad ??= import('./processors/index.ts').then((p) =>
-      stripeOptions ? p.createStripeProcessor(stripeOptions) : p.createSandboxProcessor({ env, ...(opts.faults ? { faults: opts.faults } : {}) }),
-    ).catch((err: unknown) => {
-      processorLoad = undefined; // a failed load is tried again by the next request that needs it
-      throw err;
-    }));
+  const processor = lazyProcessor(config, env, opts.faults);
   // The published build: dist/ (the catalogue, the OpenAPI contract and every published document,
   // read into memory) and the unit store CURRENT names; followed without a restart (releases.ts).
   const first = await loadDist(config.distDir);
@@ -118,78 +112,20 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const openStore = opts.openStore ?? defaultOpenStore;
   const store = await openStore(config.storeRoot);
   const metrics = createMetrics({ backend: config.ledgerUrl ? 'postgres' : 'level', products: catalogue.products.map((p) => p.product_id) });
-  let ledgerFatal: Error | null = null;
-  const hooks: LedgerHooks = {
-    onBatch: (ops, seconds, changes) => metrics.groupCommit(ops, seconds, changes),
-    onFatal: (err) => {
-      ledgerFatal = err;
-      metrics.setReady(false);
-      if (opts.onLedgerFatal) opts.onLedgerFatal(err);
-      else logger.error({ err: err.message }, 'ledger stopped after a failed write: not ready until restarted');
-    },
-    ...(opts.ledgerFaults?.failWrite ? { failWrite: opts.ledgerFaults.failWrite } : {}),
-  };
-  let ledger: Ledger;
+  let opened: OpenedLedger;
   try {
-    ledger = instrumentLedger(await openLedger(config, { logger, hooks, ...(opts.faults ? { faults: opts.faults } : {}) }), metrics);
+    opened = await openServiceLedger(config, opts, logger, metrics);
   } catch (err) {
     await store.close();
     throw err;
   }
-  const pgStats = (ledger as { poolStats?: () => import('./metrics.ts').PoolStats }).poolStats;
-  if (pgStats) metrics.watchPool(() => pgStats.call(ledger));
-  // LevelDB: `ledger verify` / `ledger export` reach the running service over a socket (level/admin.ts).
-  let admin: { close(): Promise<void> } | null = null;
-  if (ledger.backend === 'level') {
-    const { adminSocketPath, serveLedgerAdmin } = await import('./ledger/level/admin.ts');
-    admin = await serveLedgerAdmin(ledger, adminSocketPath(config.ledgerDir));
-  }
+  const { ledger } = opened;
   const receipts = ReceiptSigner.fromJwks(config.receiptKeys);
-  const releases = new ReleaseSet({
-    distDir: config.distDir,
-    storeRoot: config.storeRoot,
-    logger,
-    metrics,
-    openStore,
-    quoteTtlSeconds: config.quoteTtlSeconds,
-    checkIntervalMs: config.releaseCheckMs,
-    ...(opts.now ? { now: opts.now } : {}),
-    makeService: (r) =>
-      new StoreDrawService({
-        receipts,
-        catalogue: r.catalogue,
-        store: r.store,
-        ledger,
-        quoteSecret: config.quoteSecret,
-        bounds: r.validator.bounds,
-        quoteTtlSeconds: config.quoteTtlSeconds,
-        logger,
-        onQuote: (productId) => metrics.quote(productId),
-        otherVersions: r.otherVersions,
-        ...(opts.now ? { now: opts.now } : {}),
-      }),
-  });
+  const releases = releaseSet(config, opts, { ledger, logger, metrics, openStore, receipts });
   await releases.start(first, store, config.storeRoot);
   const { service, site, validator } = releases;
-
-  let draining = false;
-  let storeOpen = true;
-  let lastLedgerReason: string | null = null;
-  const readiness = async (): Promise<Readiness> => {
-    const reason = await ledger.ready();
-    if (reason !== lastLedgerReason) {
-      if (reason) logger.warn({ reason }, 'not ready: ledger');
-      else if (lastLedgerReason) logger.info('ready again: ledger');
-      lastLedgerReason = reason;
-    }
-    const checks: Record<string, string> = {
-      ledger: reason === null ? 'ok' : ledgerFatal ? 'stopped after a failed write (restart the service)' : 'unavailable',
-      unit_store: storeOpen ? 'ok' : 'closed',
-      catalogue: releases.versions().catalogue_version ? 'ok' : 'not loaded',
-      server: draining ? 'draining' : 'ok',
-    };
-    return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
-  };
+  const state = { draining: false, storeOpen: true };
+  const readiness = readinessCheck(ledger, releases, logger, opened.fatal, state);
   metrics.watchReadiness(async () => (await readiness()).ready);
   // Loaded after the server listens (lazy.ts): mppx and viem are a large part of start-up. Top-ups
   // that arrive meanwhile wait for it and are then answered together: each still gets its own
@@ -214,10 +150,135 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     ops: { metrics, operatorToken: config.operatorToken, readiness, versions: () => releases.versions() },
     ...(opts.mount ? { mount: opts.mount } : {}),
   });
+  const { server, inFlight } = httpServer(config, app.callback(), site, metrics, logger);
+  const url = await listen(server, config);
+  // Everything deferred at start (request schemas, top-up, agent endpoints) loads now, in the background.
+  const warming = Promise.all([validator.warm(), topup.warm(), ...app.middleware.filter(isLazy).map((m) => m.warm())]).catch((err) => {
+    logger.error({ err }, 'loading a deferred part failed; the requests that need it will retry and report it');
+  });
+  logger.info({ url, processor: config.processor, catalogue: catalogue.version, store: store.meta.store_version, ledger: `${ledger.backend} ${ledger.location}`, release_check_ms: config.releaseCheckMs }, 'listening');
+  releases.watch();
 
-  // Published documents are answered before Koa (static.ts staticFastPath), counted and logged
-  // like every request; everything else is Koa's.
-  const koa = app.callback();
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      state.draining = true;
+      metrics.setReady(false);
+      await warming; // never close the ledger under a module still setting up
+      await drain(server, config.shutdownGraceMs, inFlight, logger);
+      await opened.admin?.close();
+      await ledger.close();
+      state.storeOpen = false;
+      await releases.close();
+      logger.info('stopped');
+    })());
+  return { url, server, ledger, service, releases, metrics, readiness, close };
+}
+
+/** The published builds the server follows (release/releases.ts): a draw service per release, all on the one ledger. */
+function releaseSet(config: ServiceConfig, opts: StartOptions, deps: { ledger: Ledger; logger: Logger; metrics: Metrics; openStore: NonNullable<StartOptions['openStore']>; receipts: ReceiptSigner }): ReleaseSet {
+  const { ledger, logger, metrics, openStore, receipts } = deps;
+  return new ReleaseSet({
+    distDir: config.distDir,
+    storeRoot: config.storeRoot,
+    logger,
+    metrics,
+    openStore,
+    quoteTtlSeconds: config.quoteTtlSeconds,
+    checkIntervalMs: config.releaseCheckMs,
+    ...(opts.now ? { now: opts.now } : {}),
+    makeService: (r) =>
+      new StoreDrawService({
+        receipts,
+        catalogue: r.catalogue,
+        store: r.store,
+        ledger,
+        quoteSecret: config.quoteSecret,
+        bounds: r.validator.bounds,
+        quoteTtlSeconds: config.quoteTtlSeconds,
+        logger,
+        onQuote: (productId) => metrics.quote(productId),
+        otherVersions: r.otherVersions,
+        ...(opts.now ? { now: opts.now } : {}),
+      }),
+  });
+}
+
+/**
+ * The payment processor, built on first use: the Stripe SDK is ~130 ms of start-up, so it loads
+ * after the server listens, with the top-up it serves. Its settings are read and checked now, so
+ * bad ones still stop the start. A failed load is tried again by the next request that needs it.
+ */
+function lazyProcessor(config: ServiceConfig, env: NodeJS.ProcessEnv, faults: FaultHooks | undefined): () => Promise<PaymentProcessor> {
+  const stripeOptions = config.processor === 'stripe' ? stripeOptionsFromEnv(env) : null;
+  let load: Promise<PaymentProcessor> | undefined;
+  return () =>
+    (load ??= import('./processors/index.ts')
+      .then((p) => (stripeOptions ? p.createStripeProcessor(stripeOptions) : p.createSandboxProcessor({ env, ...(faults ? { faults } : {}) })))
+      .catch((err: unknown) => {
+        load = undefined;
+        throw err;
+      }));
+}
+
+interface OpenedLedger {
+  ledger: Ledger;
+  /** LevelDB: the socket `ledger verify` / `ledger export` reach the running service on (level/admin.ts). */
+  admin: { close(): Promise<void> } | null;
+  /** The error of a failed LevelDB write after which the ledger stopped (fail-stop), else null. */
+  fatal(): Error | null;
+}
+
+/** The ledger of the configuration, metered, with its fail-stop hook and (LevelDB) its admin socket. */
+async function openServiceLedger(config: ServiceConfig, opts: StartOptions, logger: Logger, metrics: Metrics): Promise<OpenedLedger> {
+  let fatal: Error | null = null;
+  const hooks: LedgerHooks = {
+    onBatch: (ops, seconds, changes) => metrics.groupCommit(ops, seconds, changes),
+    onFatal: (err) => {
+      fatal = err;
+      metrics.setReady(false);
+      if (opts.onLedgerFatal) opts.onLedgerFatal(err);
+      else logger.error({ err: err.message }, 'ledger stopped after a failed write: not ready until restarted');
+    },
+    ...(opts.ledgerFaults?.failWrite ? { failWrite: opts.ledgerFaults.failWrite } : {}),
+  };
+  const ledger = meteredLedger(await openLedger(config, { logger, hooks, ...(opts.faults ? { faults: opts.faults } : {}) }), metrics);
+  const pgStats = (ledger as { poolStats?: () => PoolStats }).poolStats;
+  if (pgStats) metrics.watchPool(() => pgStats.call(ledger));
+  let admin: OpenedLedger['admin'] = null;
+  if (ledger.backend === 'level') {
+    const { adminSocketPath, serveLedgerAdmin } = await import('./ledger/level/admin.ts');
+    admin = await serveLedgerAdmin(ledger, adminSocketPath(config.ledgerDir));
+  }
+  return { ledger, admin, fatal: () => fatal };
+}
+
+/** What GET /readyz answers: every check `ok`, or which one is not; a change of the ledger's state is logged once. */
+function readinessCheck(ledger: Ledger, releases: ReleaseSet, logger: Logger, fatal: () => Error | null, state: { draining: boolean; storeOpen: boolean }): () => Promise<Readiness> {
+  let lastLedgerReason: string | null = null;
+  return async () => {
+    const reason = await ledger.ready();
+    if (reason !== lastLedgerReason) {
+      if (reason) logger.warn({ reason }, 'not ready: ledger');
+      else if (lastLedgerReason) logger.info('ready again: ledger');
+      lastLedgerReason = reason;
+    }
+    const checks: Record<string, string> = {
+      ledger: reason === null ? 'ok' : fatal() ? 'stopped after a failed write (restart the service)' : 'unavailable',
+      unit_store: state.storeOpen ? 'ok' : 'closed',
+      catalogue: releases.versions().catalogue_version ? 'ok' : 'not loaded',
+      server: state.draining ? 'draining' : 'ok',
+    };
+    return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
+  };
+}
+
+/**
+ * The HTTP server: published documents are answered before Koa (static.ts staticFastPath), counted
+ * and logged like every request; everything else is Koa's. `inFlight` counts requests per socket,
+ * so a drain can wait for them and then cut idle keep-alive sockets.
+ */
+function httpServer(config: ServiceConfig, koa: (req: IncomingMessage, res: ServerResponse) => unknown, site: StaticSite, metrics: Metrics, logger: Logger): { server: Server; inFlight: Map<Socket, number> } {
   const logRequests = logger.isLevelEnabled('info');
   const fast = staticFastPath(site, (method, path, status, ms) => {
     metrics.request(method, 'static', status, ms / 1000);
@@ -238,17 +299,21 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     },
   );
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
-  // Track requests in flight so a drain can wait for them and then cut idle keep-alive sockets.
-  const active = new Map<Socket, number>();
+  const inFlight = new Map<Socket, number>();
   server.on('request', (req, res) => {
     const s = req.socket;
-    active.set(s, (active.get(s) ?? 0) + 1);
+    inFlight.set(s, (inFlight.get(s) ?? 0) + 1);
     res.on('close', () => {
-      const n = (active.get(s) ?? 1) - 1;
-      if (n <= 0) active.delete(s);
-      else active.set(s, n);
+      const n = (inFlight.get(s) ?? 1) - 1;
+      if (n <= 0) inFlight.delete(s);
+      else inFlight.set(s, n);
     });
   });
+  return { server, inFlight };
+}
+
+/** Listens on the configured address; the URL it is reached at. */
+async function listen(server: Server, config: ServiceConfig): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -258,38 +323,25 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   });
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-  const url = `http://${host}:${addr.port}`;
-  // Everything deferred at start (request schemas, top-up, agent endpoints) loads now, in the background.
-  const warming = Promise.all([validator.warm(), topup.warm(), ...app.middleware.filter(isLazy).map((m) => m.warm())]).catch((err) => {
-    logger.error({ err }, 'loading a deferred part failed; the requests that need it will retry and report it');
-  });
-  logger.info({ url, processor: config.processor, catalogue: catalogue.version, store: store.meta.store_version, ledger: `${ledger.backend} ${ledger.location}`, release_check_ms: config.releaseCheckMs }, 'listening');
-  releases.watch();
+  return `http://${host}:${addr.port}`;
+}
 
-  let closing: Promise<void> | undefined;
-  const close = () =>
-    (closing ??= (async () => {
-      draining = true;
-      metrics.setReady(false);
-      await warming; // never close the ledger under a module still setting up
-      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      const grace = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.shutdownGraceMs).unref());
-      // New requests on a kept-alive socket are refused by server.close(); idle sockets go now.
-      const idleSweep = setInterval(() => server.closeIdleConnections(), 50);
-      const outcome = await Promise.race([drained.then(() => 'drained' as const), grace]);
-      clearInterval(idleSweep);
-      if (outcome === 'timeout') {
-        logger.warn({ in_flight: [...active.values()].reduce((a, b) => a + b, 0) }, 'shutdown grace period over: closing remaining connections');
-        server.closeAllConnections();
-      }
-      await admin?.close();
-      await ledger.close();
-      storeOpen = false;
-      await releases.close();
-      logger.info('stopped');
-    })());
-  return { url, server, ledger, service, releases, metrics, readiness, close };
+/**
+ * Stops accepting and waits for the requests in flight, up to the grace period; idle keep-alive
+ * sockets are closed at once (and every 50 ms), the rest when the grace period is over.
+ */
+async function drain(server: Server, graceMs: number, inFlight: Map<Socket, number>, logger: Logger): Promise<void> {
+  const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const grace = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());
+  // New requests on a kept-alive socket are refused by server.close(); idle sockets go now.
+  const idleSweep = setInterval(() => server.closeIdleConnections(), 50);
+  const outcome = await Promise.race([drained.then(() => 'drained' as const), grace]);
+  clearInterval(idleSweep);
+  if (outcome === 'timeout') {
+    logger.warn({ in_flight: [...inFlight.values()].reduce((a, b) => a + b, 0) }, 'shutdown grace period over: closing remaining connections');
+    server.closeAllConnections();
+  }
 }
 
 /**
@@ -313,57 +365,6 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   }
   socket.end(rawProblemResponse(problem));
   socket.destroySoon?.();
-}
-
-/**
- * The ledger as the service uses it, timed for the metrics: every state change (call to durable
- * answer, both backends) and what paid draws sold. Counted here, below every transport, so a draw
- * paid over MCP or A2A is counted like one over HTTP, and a replay (nothing debited) is not.
- */
-function instrumentLedger(ledger: Ledger, metrics: Metrics): Ledger {
-  const debitDraw: Ledger['debitDraw'] = async (tokenHash, input: DebitDrawInput) => {
-    const started = performance.now();
-    try {
-      const r = await ledger.debitDraw(tokenHash, input);
-      metrics.ledgerCommit('debit', 'ok', (performance.now() - started) / 1000);
-      if (r.kind === 'ok') {
-        const refs = (input.draw as { refs?: unknown[] } | null)?.refs;
-        metrics.paidDraw(input.productId ?? 'other', Array.isArray(refs) ? refs.length : 0, input.amountCents, input.currency);
-      }
-      return r;
-    } catch (err) {
-      metrics.ledgerCommit('debit', 'error', (performance.now() - started) / 1000);
-      throw err;
-    }
-  };
-  const creditTopup: Ledger['creditTopup'] = async (input) => {
-    const started = performance.now();
-    try {
-      const r = await ledger.creditTopup(input);
-      metrics.ledgerCommit('credit', 'ok', (performance.now() - started) / 1000);
-      if (r.kind === 'ok') metrics.topupCredited(input.amountCents, input.currency);
-      return r;
-    } catch (err) {
-      metrics.ledgerCommit('credit', 'error', (performance.now() - started) / 1000);
-      throw err;
-    }
-  };
-  // Every other member is the ledger's own; methods are bound once, not on every call.
-  const bound = new Map<PropertyKey, unknown>([
-    ['debitDraw', debitDraw],
-    ['creditTopup', creditTopup],
-  ]);
-  return new Proxy(ledger, {
-    get(target, prop) {
-      const b = bound.get(prop);
-      if (b !== undefined) return b;
-      const v = Reflect.get(target, prop, target) as unknown;
-      if (typeof v !== 'function') return v;
-      const f = v.bind(target);
-      bound.set(prop, f);
-      return f;
-    },
-  });
 }
 
 /** Exit status after a failed ledger write (EX_TEMPFAIL): the supervisor restarts the service. */

@@ -12,8 +12,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { loadConfig, ConfigError, DEFAULT_MAX_ADJUSTMENT_CENTS } from '../payments/config.ts';
-import { TOPUP_MAXIMUM_CENTS } from '../payments/topup/handler.ts';
+import { loadConfig, ConfigError } from '../payments/config.ts';
+import { DEFAULT_MAX_ADJUSTMENT_CENTS, TOPUP_MAXIMUM_CENTS } from '../contract/limits.ts';
 import { hashToken } from '../payments/tokens.ts';
 import { balanceOf, bearer, mcpClient, postJson, rawPost, refsOf, startAgentService, topUp, type AgentService } from './helpers/agents.ts';
 

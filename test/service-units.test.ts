@@ -29,14 +29,14 @@ async function rejects(fn: () => Promise<unknown>, re: RegExp | (new (...a: any[
   assert.unreachable('expected a rejection');
 }
 
-const payload = { p: 'svc-x', m: 'u' as const, r: 'r', h: 'h', n: 2, a: 2, c: 'EUR', s: 'store-1', e: 1_900_000_000_000 };
+const payload = { productId: 'svc-x', mode: 'u' as const, requestDigest: 'r', unitsDigest: 'h', unitCount: 2, amountCents: 2, currency: 'EUR', storeVersion: 'store-1', expiresAt: 1_900_000_000_000 };
 
 test('quotes: signed, verified, unique per request, refused when altered or signed with another key', () => {
   const s = new QuoteSigner(KEY);
   const a = s.sign(payload);
   const b = s.sign(payload);
   assert.is.not(a, b, 'a nonce makes every quote distinct');
-  assert.is(s.verify(a)?.a, 2);
+  assert.is(s.verify(a)?.amountCents, 2);
   const [, body, mac] = a.split('.');
   const altered = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString()), a: 1 })).toString('base64url');
   assert.is(s.verify(`q1.${altered}.${mac}`), null);

@@ -16,6 +16,7 @@ import { DRAW_EXAMPLE_LIMIT, exampleClaim, mainExampleProduct } from './examples
 import { PREVIEW_DOC_SECTIONS, SOURCE_DOC_SECTIONS } from './source-docs.ts';
 import { CLIENT_DOC_SECTIONS, llmsClientLine } from './client-docs.ts';
 import { PROBLEM_TYPES, problemBase } from '../../contract/problems.ts';
+import { STATEMENT_PAGE } from '../../contract/limits.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Small Markdown helpers
@@ -179,7 +180,7 @@ export function balanceSection(ctx: EmitContext): string {
     '',
     fence('sh', `curl -s ${u.balance} \\\n  -H 'Authorization: Bearer <BALANCE_TOKEN>'`),
     '',
-    'Twenty lines a page: `?limit=` (up to 1000) and `?after=` with the `next_after` of the previous page read further; `?format=csv` answers the same page as CSV. To replace a token (say it leaked), `POST` to `…/lds/balance/token` with it as the Bearer token: the answer carries a new token for the same balance and the old one stops working at once.',
+    `${STATEMENT_PAGE.defaultLines} lines a page: \`?limit=\` (up to ${STATEMENT_PAGE.maxLines}) and \`?after=\` with the \`next_after\` of the previous page read further; \`?format=csv\` answers the same page as CSV. To replace a token (say it leaked), \`POST\` to \`…/lds/balance/token\` with it as the Bearer token: the answer carries a new token for the same balance and the old one stops working at once.`,
   ].join('\n');
 }
 

@@ -8,6 +8,8 @@ import { PREVIEW_OPENAPI_SCHEMAS, previewOpenApiPaths } from './preview.ts';
 // Problem types come from the shared contract (contract/problems.ts); their base is the build's
 // docs_url, which the service reads back from dist/ (the generator imports no service code).
 import { PROBLEM_TYPES, problemBase } from '../../contract/problems.ts';
+import { STATEMENT_PAGE, TOPUP_MAXIMUM_CENTS, TOPUP_MINIMUM_CENTS } from '../../contract/limits.ts';
+import { CURRENCY, formatCents } from '../../contract/money.ts';
 
 /** Request and quote bounds. The service enforces exactly these (it reads them from this document). */
 export const DRAW_BOUNDS = {
@@ -81,7 +83,7 @@ const schemas: Record<string, unknown> = {
       resolved_units: { type: 'array', items: { type: 'string' }, description: 'The unit list the quote is bound to.' },
       unit_count: { type: 'integer', minimum: 1 },
       amount: { $ref: '#/components/schemas/Money' },
-      currency: { const: 'EUR' },
+      currency: { const: CURRENCY },
       expires_at: { type: 'string', format: 'date-time' },
       breakdown: { type: 'array', items: { $ref: '#/components/schemas/BreakdownLine' } },
       store_version: { type: 'string' },
@@ -170,7 +172,7 @@ const schemas: Record<string, unknown> = {
       unit_count: { type: 'integer', minimum: 1 },
       units_sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'SHA-256 (hex) of the canonical JSON (RFC 8785) of the delivered `units` array.' },
       amount: { $ref: '#/components/schemas/Money' },
-      currency: { const: 'EUR' },
+      currency: { const: CURRENCY },
       balance_after: { $ref: '#/components/schemas/Money' },
       catalogue_version: { type: 'string' },
       paid_at: { type: 'string', format: 'date-time' },
@@ -185,7 +187,7 @@ const schemas: Record<string, unknown> = {
       type: { const: 'topup' },
       topup_id: { type: 'string' },
       amount: { $ref: '#/components/schemas/Money' },
-      currency: { const: 'EUR' },
+      currency: { const: CURRENCY },
       balance_after: { $ref: '#/components/schemas/Money' },
       processor: { type: 'string' },
       payment_ref: { type: 'string', description: 'The processor\'s payment reference (Stripe PaymentIntent id)' },
@@ -214,7 +216,7 @@ const schemas: Record<string, unknown> = {
     properties: {
       balance_token: { type: 'string', description: 'The new balance token, shown once. The old one no longer works.' },
       balance: { $ref: '#/components/schemas/Money' },
-      currency: { const: 'EUR' },
+      currency: { const: CURRENCY },
     },
   },
   Correction: {
@@ -225,7 +227,7 @@ const schemas: Record<string, unknown> = {
       correction_id: { type: 'string' },
       kind: { enum: ['refund', 'credit', 'debit', 'topup_refund'] },
       amount: { $ref: '#/components/schemas/Money' },
-      currency: { const: 'EUR' },
+      currency: { const: CURRENCY },
       balance_id: { type: 'string', pattern: '^[0-9a-f]{64}$' },
       balance_after: { $ref: '#/components/schemas/Money' },
       reason: { type: 'string' },
@@ -253,9 +255,9 @@ const schemas: Record<string, unknown> = {
       amount: {
         type: 'string',
         pattern: '^(0|[1-9][0-9]{0,9})(\\.[0-9]{1,2})?$',
-        description: 'Amount to add in EUR, a decimal string with at most two decimals (never rounded); at least 5.00.',
+        description: `Amount to add in ${CURRENCY}, a decimal string with at most two decimals (never rounded); at least ${formatCents(TOPUP_MINIMUM_CENTS)}.`,
         examples: ['5.00'],
-        'x-lds-expected': `a decimal string in EUR with up to two decimals and no sign or exponent, e.g. "5.00"; at least 5.00 and at most 10000.00`,
+        'x-lds-expected': `a decimal string in ${CURRENCY} with up to two decimals and no sign or exponent, e.g. "${formatCents(TOPUP_MINIMUM_CENTS)}"; at least ${formatCents(TOPUP_MINIMUM_CENTS)} and at most ${formatCents(TOPUP_MAXIMUM_CENTS)}`,
       },
       currency: { $ref: '#/components/schemas/Currency' },
     },
@@ -266,7 +268,7 @@ const schemas: Record<string, unknown> = {
     properties: {
       balance_token: { type: 'string', description: 'Only when the top-up opened a new balance (no Bearer token sent); shown once (only the same credential resent before its challenge expires sees it again). Send it as `Authorization: Bearer <BALANCE_TOKEN>`.' },
       balance: { $ref: '#/components/schemas/Money' },
-      currency: { const: 'EUR' },
+      currency: { const: CURRENCY },
       receipt: { $ref: '#/components/schemas/TopupReceipt' },
     },
   },
@@ -275,7 +277,7 @@ const schemas: Record<string, unknown> = {
     required: ['balance', 'currency', 'statement'],
     properties: {
       balance: { $ref: '#/components/schemas/Money' },
-      currency: { const: 'EUR' },
+      currency: { const: CURRENCY },
       statement: {
         type: 'array',
         description: 'Top-ups, draws, refunds and adjustments, newest first (one page: `limit`, default 20).',
@@ -660,11 +662,11 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
           operationId: 'getBalance',
           tags: ['balance'],
           summary: 'The prepaid balance and its statement, paged; as JSON or CSV',
-          description: 'Newest first. `limit` lines per page (1 to 1000, default 20); `after` is the `next_after` of the previous page (also in `Link: rel="next"`). `format=csv` answers the same page as RFC 4180 CSV (`text/csv`, header row `at,kind,id,amount,currency,balance_after,quote_id,product_id,draw_id,topup_id,reason`).',
+          description: `Newest first. \`limit\` lines per page (1 to ${STATEMENT_PAGE.maxLines}, default ${STATEMENT_PAGE.defaultLines}); \`after\` is the \`next_after\` of the previous page (also in \`Link: rel="next"\`). \`format=csv\` answers the same page as RFC 4180 CSV (\`text/csv\`, header row \`at,kind,id,amount,currency,balance_after,quote_id,product_id,draw_id,topup_id,reason\`).`,
           security: [{ balanceToken: [] }],
           parameters: [
             { name: 'after', in: 'query', required: false, schema: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' }, description: 'Cursor: the `next_after` of the previous page' },
-            { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 20 } },
+            { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: STATEMENT_PAGE.maxLines, default: STATEMENT_PAGE.defaultLines } },
             { name: 'format', in: 'query', required: false, schema: { enum: ['json', 'csv'], default: 'json' } },
           ],
           responses: {
@@ -690,6 +692,21 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
             '200': { description: 'The new token', content: jsonContent('TokenRotation') },
             '401': problemResponse('`balance-token-required`, `invalid-balance-token` or `balance-token-revoked`'),
             ...commonProblems,
+          },
+        },
+      },
+      ...opsPaths(new URL(base_url).origin),
+      ...adminPaths(),
+      '/.well-known/jwks.json': {
+        servers: [{ url: new URL(base_url).origin }],
+        get: {
+          operationId: 'getReceiptKeys',
+          tags: ['receipts'],
+          summary: 'The public keys of signed receipts (JWKS)',
+          description:
+            'Every paid draw and top-up answer carries a `receipt` with `signature` {alg EdDSA, kid, value}. To verify one with nothing but this JWKS: take the key whose `kid` equals `signature.kid`; remove `signature` from the receipt; serialise the rest as RFC 8785 canonical JSON (UTF-8); check `value` (base64url) as an Ed25519 signature of those bytes. Keys rotate by `kid`: the first key signs, retired keys stay listed while their receipts matter. Served at the origin (not under the API base).',
+          responses: {
+            '200': { description: 'The JWKS', content: { 'application/jwk-set+json': { schema: { $ref: '#/components/schemas/Jwks' } } } },
           },
         },
       },

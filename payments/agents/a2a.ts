@@ -38,6 +38,7 @@ import type { DrawService } from '../draw/service.ts';
 import { Problem } from '../problem.ts';
 import { tokenLimitOf, type TokenLimit } from '../http/ratelimit.ts';
 import { type AgentBounds, agentDrawSchema, balanceTokenOf, DEFAULT_MAX_BODY_BYTES, FALLBACK_BOUNDS, malformed, problemOf, plural, readJsonBody, toDrawRequest } from './common.ts';
+import { problems } from '../draw/problems.ts';
 
 export const JSON_MODE = 'application/json';
 
@@ -248,7 +249,7 @@ function prepare(params: MessageSendParams, context: ServerCallContext | undefin
     const what = other.kind === 'file' ? `a file part${'file' in other && other.file && 'mimeType' in other.file && other.file.mimeType ? ` (${other.file.mimeType})` : ''}` : `a ${other.kind} part`;
     throw contentTypeError(`Got ${what}; this agent accepts only ${JSON_MODE} data parts: {"kind":"data","data":{"product_id":…,"units":[…]}} or {…,"query":…,"limit":…}, plus "quote_id" to pay.`);
   }
-  if (parts.length !== 1) throw invalidParams(new Problem(400, 'malformed-request', 'Malformed request', `message.parts: send exactly one data part (got ${parts.length})`, { field: 'message.parts' }));
+  if (parts.length !== 1) throw invalidParams(problems.malformed('message.parts', `message.parts: send exactly one data part (got ${parts.length})`));
   const data = (parts[0] as { data?: unknown }).data;
   const parsed = drawSchema.safeParse(data);
   if (!parsed.success) throw invalidParams(malformed(parsed.error, 'Invalid draw request', data, 'message.parts.0.data'));

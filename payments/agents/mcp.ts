@@ -16,8 +16,10 @@ import { CallToolRequestSchema, ErrorCode, InitializeRequestSchema, ListToolsReq
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { BalanceView, DrawService, PaidDraw, Quote } from '../draw/service.ts';
 import { Problem } from '../problem.ts';
-import { problems } from '../draw/store-service.ts';
+import { problems } from '../draw/problems.ts';
 import { tokenLimitOf, type TokenLimit } from '../http/ratelimit.ts';
+import { TOPUP_MINIMUM_CENTS } from '../../contract/limits.ts';
+import { CURRENCY, formatCents } from '../../contract/money.ts';
 import {
   type AgentBounds,
   balanceTokenOf,
@@ -67,6 +69,7 @@ interface CatalogueProductView {
 
 interface CatalogueView {
   version?: string;
+  base_url: string;
   currency?: string;
   licence?: unknown;
   products: CatalogueProductView[];
@@ -193,7 +196,7 @@ function toolDefs(service: DrawService, opts: McpOptions): ToolDef[] {
         }));
         const structured = { catalogue_version: c.version, total: products.length, products };
         const summary = products
-          .map((p) => `${p.product_id}: ${p.title}, ${p.live_unit_count ?? '?'} units, draw ${String(p.price?.draw_unit_price ?? '?')} ${String(p.price?.currency ?? 'EUR')}/unit, ${p.health.rollup ?? 'unknown'}`)
+          .map((p) => `${p.product_id}: ${p.title}, ${p.live_unit_count ?? '?'} units, draw ${String(p.price?.draw_unit_price ?? '?')} ${String(p.price?.currency ?? CURRENCY)}/unit, ${p.health.rollup ?? 'unknown'}`)
           .join('\n');
         return { structured, summary: `${products.length} products (catalogue ${c.version ?? 'unversioned'}):\n${summary}` };
       },
@@ -209,7 +212,7 @@ function toolDefs(service: DrawService, opts: McpOptions): ToolDef[] {
       async run(args: z.infer<Inputs['getProduct']>) {
         const c = catalogueOf(service);
         const p = c.products.find((x) => x.product_id === args.product_id);
-        if (!p) throw problems.unknownProduct(args.product_id);
+        if (!p) throw problems.unknownProduct(args.product_id, c.base_url);
         const structured = {
           catalogue_version: c.version,
           product: p,
@@ -234,7 +237,7 @@ function toolDefs(service: DrawService, opts: McpOptions): ToolDef[] {
         const q: Quote = await service.quote(toDrawRequest(args), token === 'malformed' ? undefined : token);
         const pay = q.payable_from_balance
           ? 'Your balance covers it: call draw with this quote_id.'
-          : `To pay, call draw with this quote_id and a balance token (top up with POST ${topup}, minimum 5.00 EUR).`;
+          : `To pay, call draw with this quote_id and a balance token (top up with POST ${topup}, minimum ${formatCents(TOPUP_MINIMUM_CENTS)} ${CURRENCY}).`;
         return {
           structured: q as unknown as Record<string, unknown>,
           summary: `Quote ${q.quote_id}: ${plural(q.unit_count, 'unit')} of ${q.product_id} for ${q.amount} ${q.currency}, valid until ${q.expires_at}. ${pay}`,
@@ -332,7 +335,7 @@ function buildServer(defs: ToolDef[], tools: Tool[], opts: McpOptions, limitToke
     capabilities: { tools: {} },
     instructions:
       `EU legal data sold per draw. list_products → quote_draw (free, returns the price) → draw (paid from a prepaid balance token) → get_balance. ` +
-      `Top up over HTTP with MPP (POST ${opts.topupUrl ?? '{base_url}/lds/balance/topup'}, minimum 5.00 EUR), then send the balance token as Authorization: Bearer. Keep the attribution with the units.`,
+      `Top up over HTTP with MPP (POST ${opts.topupUrl ?? '{base_url}/lds/balance/topup'}, minimum ${formatCents(TOPUP_MINIMUM_CENTS)} ${CURRENCY}), then send the balance token as Authorization: Bearer. Keep the attribution with the units.`,
   });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
   // tools/call is registered with a lenient envelope and its params checked here, so malformed

@@ -6,12 +6,32 @@
 // the same units at the same moment never share a quote (and never collide on its exactly-once claim).
 import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export interface QuotePayload {
+/** How a quote's units were asked for: 'u' an explicit unit list, 'q' a query resolved at quote time. */
+export type QuoteMode = 'u' | 'q';
+
+/** What a quote binds, by name: the draw service reads and writes only these. */
+export interface QuoteTerms {
+  productId: string;
+  mode: QuoteMode;
+  /** digest of the request fields the payer must repeat (units as a set, or query + limit) */
+  requestDigest: string;
+  /** digest of the canonical (sorted, unique) resolved unit list */
+  unitsDigest: string;
+  unitCount: number;
+  amountCents: number;
+  currency: string;
+  /** the unit store version the units were resolved against */
+  storeVersion: string;
+  /** ms since the epoch */
+  expiresAt: number;
+}
+
+/** The signed payload: QuoteTerms under one-letter keys (a short quote_id), plus a version and a nonce. */
+interface QuotePayload {
   v: 1;
   /** product_id */
   p: string;
-  /** 'u': an explicit unit list; 'q': a query resolved at quote time */
-  m: 'u' | 'q';
+  m: QuoteMode;
   /** digest of the request fields the payer must repeat (units as a set, or query + limit) */
   r: string;
   /** digest of the canonical (sorted, unique) resolved unit list */
@@ -66,7 +86,7 @@ export function digest(parts: readonly string[]): string {
 }
 
 /** What the paying request must repeat. Units count as a set (order and repeats do not matter). */
-export function requestDigest(req: QuoteRequestShape, defaultLimit: number): { mode: 'u' | 'q'; digest: string } {
+export function requestDigest(req: QuoteRequestShape, defaultLimit: number): { mode: QuoteMode; digest: string } {
   if (req.units !== undefined) return { mode: 'u', digest: digest(['units', ...canonicalUnits(req.units)]) };
   return { mode: 'q', digest: digest(['query', req.query ?? '', String(req.limit ?? defaultLimit)]) };
 }
@@ -109,15 +129,15 @@ export class QuoteSigner {
     return createHmac('sha256', this.key).update(`${PREFIX}.${body}`).digest();
   }
 
-  sign(payload: Omit<QuotePayload, 'v' | 'k'>): string {
-    // Field by field (not a spread): the same key order, so the same JSON, without the copy loop.
-    const full: QuotePayload = { v: 1, p: payload.p, m: payload.m, r: payload.r, h: payload.h, n: payload.n, a: payload.a, c: payload.c, s: payload.s, e: payload.e, k: `${this.noncePrefix}${(this.counter++).toString(36)}` };
+  sign(t: QuoteTerms): string {
+    // Field by field: the same key order, so the same JSON, for every quote.
+    const full: QuotePayload = { v: 1, p: t.productId, m: t.mode, r: t.requestDigest, h: t.unitsDigest, n: t.unitCount, a: t.amountCents, c: t.currency, s: t.storeVersion, e: t.expiresAt, k: `${this.noncePrefix}${(this.counter++).toString(36)}` };
     const body = b64(JSON.stringify(full));
     return `${PREFIX}.${body}.${b64(this.mac(body))}`;
   }
 
-  /** The payload of a genuine quote_id, or null if it is malformed or its mac does not verify. */
-  verify(quoteId: string): QuotePayload | null {
+  /** The terms of a genuine quote_id, or null if it is malformed or its mac does not verify. */
+  verify(quoteId: string): QuoteTerms | null {
     if (typeof quoteId !== 'string' || quoteId.length > QUOTE_ID_MAX_LENGTH) return null;
     const parts = quoteId.split('.');
     if (parts.length !== 3 || parts[0] !== PREFIX) return null;
@@ -134,7 +154,7 @@ export class QuoteSigner {
       const p = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as QuotePayload;
       // The mac proves we wrote it; the shape check guards against our own older formats.
       if (p.v !== 1 || typeof p.p !== 'string' || !Number.isSafeInteger(p.a) || !Number.isSafeInteger(p.e) || !Number.isSafeInteger(p.n)) return null;
-      return p;
+      return { productId: p.p, mode: p.m, requestDigest: p.r, unitsDigest: p.h, unitCount: p.n, amountCents: p.a, currency: p.c, storeVersion: p.s, expiresAt: p.e };
     } catch {
       return null;
     }

@@ -24,6 +24,7 @@ import { Problem } from '../problem.ts';
 import { hashToken, isTokenHash, isWellFormedToken, tokenHint } from '../tokens.ts';
 import { readJsonBody } from './body.ts';
 import { requireOperator } from './operator.ts';
+import { problems } from '../draw/problems.ts';
 
 export interface AdminOptions {
   ledger: Ledger;
@@ -36,7 +37,7 @@ export interface AdminOptions {
   maxAdjustmentCents: number;
 }
 
-const malformed = (field: string, detail: string) => new Problem(400, 'malformed-request', 'Malformed request', detail, { field });
+const malformed = problems.malformed;
 
 /** The JSON a correction is answered with (also what `lds ledger refund/adjust` print). */
 export function correctionJson(c: CorrectionRecord, replayed: boolean): Record<string, unknown> {

@@ -2,6 +2,7 @@
 // Content-Length cannot make us buffer more), and every failure is a 4xx Problem, never a 5xx.
 import type { Context } from 'koa';
 import { Problem } from '../problem.ts';
+import { problems } from '../draw/problems.ts';
 
 export const tooLarge = (limit: number) => new Problem(413, 'body-too-large', 'Request body too large', `The request body may be at most ${limit} bytes.`);
 
@@ -36,7 +37,7 @@ export function jsonSyntaxDetail(text: string, err: unknown): string {
   return `the body is not valid JSON: it breaks at character ${pos + 1} of ${text.length}`;
 }
 
-const malformedBody = () => new Problem(400, 'malformed-request', 'Malformed request', 'The request body could not be read.', { field: '(body)' });
+const malformedBody = () => problems.malformed('(body)', 'The request body could not be read.');
 
 /** The state of one body being read; kept on the request so the listeners can be shared functions. */
 interface BodyState {
@@ -112,6 +113,6 @@ export async function readJsonBody(ctx: Context, limit: number): Promise<unknown
     return JSON.parse(text);
   } catch (e) {
     const detail = jsonSyntaxDetail(text, e);
-    throw new Problem(400, 'malformed-request', 'Malformed request', detail[0].toUpperCase() + detail.slice(1) + '.', { field: '(body)' });
+    throw problems.malformed('(body)', detail[0].toUpperCase() + detail.slice(1) + '.');
   }
 }

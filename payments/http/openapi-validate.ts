@@ -6,6 +6,8 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { Problem } from '../problem.ts';
+import type { DrawBounds } from '../../contract/limits.ts';
+import { problems } from '../draw/problems.ts';
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => Ajv2020;
@@ -14,17 +16,6 @@ interface OpenApiDoc {
   servers?: { url: string }[];
   paths: Record<string, Record<string, { operationId?: string; requestBody?: { content?: Record<string, { schema?: unknown }> }; parameters?: { name: string; in: string; required?: boolean; schema?: unknown }[] }>>;
   components?: { schemas?: Record<string, unknown> };
-}
-
-export interface DrawBounds {
-  /** Distinct unit references per draw (duplicates are removed before this applies). */
-  maxUnits: number;
-  /** Entries of the `units` list as sent, duplicates included. */
-  maxUnitItems: number;
-  maxLimit: number;
-  defaultLimit: number;
-  maxQueryChars: number;
-  maxBodyBytes: number;
 }
 
 export interface RequestValidator {
@@ -129,7 +120,7 @@ const BODY_EXAMPLES: Record<string, string> = {
 
 export function notAnObject(body: unknown, operationId?: string): Problem {
   const example = operationId ? BODY_EXAMPLES[operationId] : undefined;
-  return new Problem(400, 'malformed-request', 'Malformed request', `the request body must be a JSON object${example ? ` such as ${example}` : ''}, not ${jsonTypeOf(body)}`, { field: '(body)' });
+  return problems.malformed('(body)', `the request body must be a JSON object${example ? ` such as ${example}` : ''}, not ${jsonTypeOf(body)}`);
 }
 
 export function malformed(errors: ErrorObject[] | null | undefined, where: string): Problem {

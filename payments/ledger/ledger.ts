@@ -21,6 +21,7 @@ import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import type { CorrectionKind, CorrectionRecord, DrawRecord, LedgerRecords, StatementRecord, TokenRecord, TopupRecord } from './records.ts';
 import type { Violation } from './verify.ts';
+import { STATEMENT_PAGE } from '../../contract/limits.ts';
 
 export type { BalanceRecord, CorrectionKind, CorrectionRecord, DrawRecord, EntryRecord, StatementRecord, TokenRecord, TopupRecord } from './records.ts';
 
@@ -347,7 +348,8 @@ export function checkCreditInput(input: CreditTopupInput): void {
 
 /** Statement length bounds, the same for both backends. */
 export function statementLimit(limit: number | undefined): number {
-  return Math.max(0, Math.min(1000, Math.floor(limit ?? 20)));
+  // One more than a page: the service asks for a line beyond the page to know whether another follows.
+  return Math.max(0, Math.min(STATEMENT_PAGE.maxLines + 1, Math.floor(limit ?? STATEMENT_PAGE.defaultLines)));
 }
 
 /** A stored statement line as the service reads it. */

@@ -110,7 +110,7 @@ export class UnitCache {
   }
 
   /** Units by reference within a product, in request order, plus the references not in it. */
-  async getUnits(productId: string, refs: string[]): Promise<{ units: CachedUnit[]; unknown: string[] }> {
+  async getUnits(productId: string, refs: readonly string[]): Promise<{ units: CachedUnit[]; unknown: string[] }> {
     // Fast path: every reference cached (the common case for a hot set) needs no map of results.
     const hits: CachedUnit[] = [];
     let i = 0;

@@ -31,11 +31,11 @@ import type { PaymentProcessor } from '../processors/types.ts';
 import type { TopupRecord } from '../ledger/records.ts';
 import type { ReceiptSignature, ReceiptSigner } from '../receipts.ts';
 import { bearerToken, hashesEqual, hashToken, newBalanceToken, openBalanceToken, sealBalanceToken, sha256Hex, tokenHint } from '../tokens.ts';
+import { TOPUP_MAXIMUM_CENTS, TOPUP_MINIMUM_CENTS } from '../../contract/limits.ts';
+import type { Currency, TopupReceipt } from '../../contract/wire.ts';
 
 export const TOPUP_PATH = '/v1/lds/balance/topup';
 export const TOPUP_CURRENCY = CURRENCY;
-export const TOPUP_MINIMUM_CENTS = 500;
-export const TOPUP_MAXIMUM_CENTS = 1_000_000; // 10,000.00 EUR: a sanity bound, not a business rule
 
 /** Problem `type` slugs of this endpoint (type = <docs_url>problems/<slug>, contract/problems.ts). */
 export const TOPUP_PROBLEMS = {
@@ -84,25 +84,14 @@ export interface TopupHandlerOptions {
   receipts: ReceiptSigner;
 }
 
-/** The signed receipt of a top-up, built from the stored top-up record only (a resent credential gets the same one). */
-export interface TopupReceipt {
-  type: 'topup';
-  topup_id: string;
-  amount: string;
-  currency: string;
-  balance_after: string;
-  processor: string;
-  payment_ref: string;
-  paid_at: string;
-  signature: ReceiptSignature;
-}
-
 export function topupReceipt(receipts: ReceiptSigner, t: TopupRecord): TopupReceipt {
+  // The ledger refuses any other currency (ledger.ts assertCurrency): another one here is a bug.
+  if (t.currency !== CURRENCY) throw new Error(`top-up ${t.topup_id} is in ${t.currency}, not ${CURRENCY}`);
   return receipts.sign({
     type: 'topup' as const,
     topup_id: t.topup_id,
     amount: formatCents(t.amount_cents),
-    currency: t.currency,
+    currency: CURRENCY,
     balance_after: formatCents(t.balance_after_cents),
     processor: t.processor,
     payment_ref: t.payment_ref,
@@ -114,7 +103,7 @@ export function topupReceipt(receipts: ReceiptSigner, t: TopupRecord): TopupRece
 export interface TopupAnswer {
   balance_token?: string;
   balance: string;
-  currency: 'EUR';
+  currency: Currency;
   receipt: TopupReceipt;
 }
 
