@@ -1,8 +1,10 @@
 // The build: validate catalog-src, build the unit store, compute the catalogue, emit every
-// document into a temporary folder, then swap it in as dist/. A failure at any step leaves the
-// previous dist/ and unit store exactly as they were.
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+// document into a new folder, then switch the dist/ link to it (switchDist). The store switches
+// its CURRENT first and dist/ switches last, and the service serves the store dist/ names, so a
+// failure or a kill at any step leaves the previous build served (test/build-crash).
+import { lstat, mkdir, readdir, readFile, readlink, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fsyncPath, fsyncTree, removeLeftovers, removeLinkLeftovers, switchLink } from './durable.ts';
 import { buildCatalogue } from './catalog.ts';
 import { EMITTERS } from './emit/index.ts';
 import { emitHostingConfig } from './emit/headers.ts';
@@ -100,18 +102,66 @@ async function writeTree(dir: string, files: RenderedFile[]): Promise<void> {
   }
 }
 
-/** Replace outDir with the freshly written tmpDir: two renames, the old tree removed last. */
-async function swapIn(tmpDir: string, outDir: string): Promise<void> {
-  const old = `${outDir}.old-${process.pid}`;
-  let hadOld = true;
+/** The unit store version the catalogue of the served dist/ names, or null (no dist/ yet, or another layout). */
+async function servedStoreVersion(outDir: string, basePath: string): Promise<string | null> {
   try {
-    await rename(outDir, old);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    hadOld = false;
+    const version = (JSON.parse(await readFile(join(outDir, basePath, 'lds', '_catalog'), 'utf8')) as { store_version?: unknown }).store_version;
+    return typeof version === 'string' ? version : null;
+  } catch {
+    return null;
   }
-  await rename(tmpDir, outDir);
-  if (hadOld) await rm(old, { recursive: true, force: true });
+}
+
+/**
+ * Test hook: `LDS_TEST_BUILD_CRASH_AT=<step>` kills the build (SIGKILL, as a power cut or an OOM
+ * kill would) at that step, so test/build-crash can check that each one leaves the previous build
+ * served. Steps, in order: store-switched (the new unit store is CURRENT), dist-written (the new
+ * tree is complete and fsynced under .<dist>.builds/), dist-linked (its link is made, not yet
+ * renamed over dist), dist-switched (dist names the new build; the old one not yet pruned).
+ */
+function crashPoint(step: 'store-switched' | 'dist-written' | 'dist-linked' | 'dist-switched'): void {
+  if (process.env.LDS_TEST_BUILD_CRASH_AT === step) process.kill(process.pid, 'SIGKILL');
+}
+
+/**
+ * dist/ is a symbolic link to one finished build in the folder beside it, `.<name>.builds/<id>`.
+ * A new build is written and fsynced there under a temporary name, renamed to its id, and made the
+ * served one by renaming a new link over dist/ (atomic): a reader (the service, a web server) always
+ * finds a whole build, the old or the new, and a build killed at any point leaves the old one in
+ * place. The previous build is kept (a reader may still be loading it, and a rollback is a link
+ * away); older ones are removed. A dist/ that is still a real folder (written by an earlier version
+ * of lds) is moved in as the previous build, the only moment without a dist/.
+ */
+async function switchDist(outDir: string, id: string, files: RenderedFile[]): Promise<void> {
+  const parent = dirname(outDir);
+  const name = basename(outDir);
+  const builds = join(parent, `.${name}.builds`);
+  await mkdir(builds, { recursive: true });
+  await removeLeftovers(builds, /^\.tmp-(\d+)-/);
+  await removeLinkLeftovers(parent, name);
+  const tmp = join(builds, `.tmp-${process.pid}-${id}`);
+  try {
+    await writeTree(tmp, files);
+    await fsyncTree(tmp);
+    await rename(tmp, join(builds, id));
+    await fsyncPath(builds);
+  } catch (err) {
+    await rm(tmp, { recursive: true, force: true });
+    throw err;
+  }
+  crashPoint('dist-written');
+  const current = await lstat(outDir).catch(() => null);
+  let previous: string | null = null;
+  if (current?.isSymbolicLink()) previous = basename(await readlink(outDir));
+  else if (current) {
+    previous = `earlier-${Date.now()}`;
+    await rename(outDir, join(builds, previous));
+  }
+  await switchLink(parent, name, join(`.${name}.builds`, id), () => crashPoint('dist-linked'));
+  crashPoint('dist-switched');
+  for (const old of await readdir(builds)) {
+    if (old !== id && old !== previous && !old.startsWith('.tmp-')) await rm(join(builds, old), { recursive: true, force: true });
+  }
 }
 
 export async function build(opts: BuildOptions): Promise<BuildResult> {
@@ -131,9 +181,12 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
   let report = 'unit store: not built (--no-store)';
   if (!opts.noStore) {
     const { buildUnitStore } = await import('./store/build-store.ts');
-    const built = await buildUnitStore(cat, { storeRoot: resolve(opts.storeRoot), builtAt, skipBadRecords: !!opts.skipBadRecords, progress });
+    // The store the served dist/ was built against stays until dist/ switches (it switches last).
+    const served = await servedStoreVersion(outDir, new URL(addresses.base_url).pathname);
+    const built = await buildUnitStore(cat, { storeRoot: resolve(opts.storeRoot), builtAt, skipBadRecords: !!opts.skipBadRecords, progress, keepVersions: served ? [served] : [] });
     store = built;
     report = built.report;
+    crashPoint('store-switched');
   }
 
   progress('rendering documents');
@@ -145,15 +198,7 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
   // it is written, so a crash between never leaves a production dist/ marked as local.
   const followsPort = opts.localOrigin !== undefined && addresses.base_url === local.base_url;
   if (!followsPort) await forgetLocalBuild(outDir);
-  const tmpDir = `${outDir}.tmp-${process.pid}`;
-  await rm(tmpDir, { recursive: true, force: true });
-  try {
-    await writeTree(tmpDir, files);
-    await swapIn(tmpDir, outDir);
-  } catch (err) {
-    await rm(tmpDir, { recursive: true, force: true });
-    throw err;
-  }
+  await switchDist(outDir, `${ctx.version}-${Date.now().toString(36)}`, files);
   if (followsPort) await writeLocalBuild(outDir, opts.localOrigin!, srcDir);
   progress(`wrote ${files.length} files to ${outDir} (${ctx.version})`);
   return { version: ctx.version, storeVersion: store.store_version, files: files.length, outDir, report };

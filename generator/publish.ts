@@ -20,13 +20,13 @@
 // once it is complete (written under a temporary name, synced, renamed), so `current` never points
 // at half a copy, and a release already there is reused as it is.
 import { spawn } from 'node:child_process';
-import { constants } from 'node:fs';
-import { cp, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, stat, symlink, unlink, utimes, writeFile } from 'node:fs/promises';
+import { cp, lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { apacheReleasePin } from './emit/apache.ts';
 import { caddyReleasePin } from './emit/caddy.ts';
 import { nginxReleasePin } from './emit/nginx.ts';
 import { safeConfigPath } from './emit/hosting-paths.ts';
+import { fsyncPath, fsyncTree, switchLink } from './durable.ts';
 
 export const DEFAULT_KEEP = 5;
 const VERSION = /^catalogue-[0-9a-f]{12}$/;
@@ -98,39 +98,6 @@ async function linkTarget(dir: string, name: 'current' | 'previous'): Promise<st
   return target;
 }
 
-/** Points DIR/<name> at releases/<version>: a new link under a temporary name, renamed over the old one (atomic). */
-async function setLink(dir: string, name: 'current' | 'previous', version: string): Promise<void> {
-  const tmp = join(dir, `.${name}.tmp-${process.pid}`);
-  await rm(tmp, { force: true });
-  await symlink(join('releases', version), tmp); // relative: the web root may be mounted elsewhere
-  await rename(tmp, join(dir, name));
-}
-
-async function syncPath(path: string, flags = constants.O_RDONLY): Promise<void> {
-  const fh = await open(path, flags);
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-/** fsync every file and folder under dir, so a switch after a crash never names lost bytes. */
-async function syncTree(dir: string): Promise<{ files: number; bytes: number }> {
-  let files = 0;
-  let bytes = 0;
-  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    const path = join(e.parentPath, e.name);
-    if (e.isFile()) {
-      files++;
-      bytes += (await stat(path)).size;
-      await syncPath(path);
-    } else if (e.isDirectory()) await syncPath(path);
-  }
-  await syncPath(dir);
-  return { files, bytes };
-}
-
 /** Writes the release pins into a release folder (each through a temporary file and a rename). */
 async function writePins(releaseDir: string, version: string, servedAs: string): Promise<void> {
   const pins: [string, string][] = [
@@ -142,7 +109,7 @@ async function writePins(releaseDir: string, version: string, servedAs: string):
     const path = join(releaseDir, rel);
     await mkdir(join(path, '..'), { recursive: true });
     await writeFile(`${path}.tmp`, body);
-    await syncPath(`${path}.tmp`);
+    await fsyncPath(`${path}.tmp`);
     await rename(`${path}.tmp`, path);
   }
 }
@@ -247,9 +214,10 @@ export async function publish(from: string, opts: PublishOptions & { keep?: numb
   const progress = opts.progress ?? (() => {});
   const keep = opts.keep ?? DEFAULT_KEEP;
   if (!Number.isInteger(keep) || keep < 1) throw new PublishError(`--keep must be a whole number of releases, at least 1 (got ${keep})`);
-  const source = resolve(from);
   const dir = resolve(opts.to);
-  const version = await buildVersion(source);
+  const version = await buildVersion(resolve(from));
+  // dist/ is a link to the build it serves (generator/build.ts): copy that build, not the link.
+  const source = await realpath(resolve(from));
   const server = servedAs(opts, dir);
   await mkdir(join(dir, 'releases'), { recursive: true });
 
@@ -273,9 +241,9 @@ export async function publish(from: string, opts: PublishOptions & { keep?: numb
       try {
         await cp(source, incoming, { recursive: true, errorOnExist: true, force: false });
         await writePins(incoming, version, join(server, 'releases', version));
-        const { files, bytes } = await syncTree(incoming);
+        const { files, bytes } = await fsyncTree(incoming);
         await rename(incoming, release);
-        await syncPath(join(dir, 'releases'));
+        await fsyncPath(join(dir, 'releases'));
         progress(`wrote releases/${version} (${files} files, ${(bytes / 1e6).toFixed(1)} MB)`);
       } catch (err) {
         await rm(incoming, { recursive: true, force: true });
@@ -284,11 +252,11 @@ export async function publish(from: string, opts: PublishOptions & { keep?: numb
     }
 
     // previous first: a crash between the two leaves previous == current, never a lost release.
-    if (current) await setLink(dir, 'previous', current);
-    await setLink(dir, 'current', version);
+    if (current) await switchLink(dir, 'previous', join('releases', current));
+    await switchLink(dir, 'current', join('releases', version));
     const now = new Date();
     await utimes(release, now, now); // the "last N" of --keep count from when a release was made current
-    await syncPath(dir);
+    await fsyncPath(dir);
     progress(`switched ${join(dir, 'current')}: ${current ?? '(none)'} -> ${version}`);
 
     await reloadOrExplain(dir, opts, version, current, `lds publish --to ${opts.to} --rollback`);
@@ -310,11 +278,11 @@ export async function rollback(opts: PublishOptions): Promise<PublishResult> {
     if (!previous || previous === current) throw new PublishError(`${dir} has no previous release to roll back to (only ${current ?? 'nothing'} was published there)`);
     const release = join(dir, 'releases', previous);
     if ((await buildVersion(release).catch(() => null)) !== previous) throw new PublishError(`the previous release ${release} is missing or incomplete: cannot roll back to it`);
-    if (current) await setLink(dir, 'previous', current);
-    await setLink(dir, 'current', previous);
+    if (current) await switchLink(dir, 'previous', join('releases', current));
+    await switchLink(dir, 'current', join('releases', previous));
     const now = new Date();
     await utimes(release, now, now);
-    await syncPath(dir);
+    await fsyncPath(dir);
     progress(`switched ${join(dir, 'current')}: ${current ?? '(none)'} -> ${previous}`);
     await reloadOrExplain(dir, opts, previous, current, `lds publish --to ${opts.to} --rollback`);
     const summary = `rolled ${dir} back to ${previous}${current ? ` (previous: ${current}; --rollback again undoes this)` : ''}`;

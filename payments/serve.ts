@@ -5,7 +5,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import pino, { type Logger } from 'pino';
-import type { UnitStoreReader } from '../contract/store-format.ts';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CURRENT_FILE, type UnitStoreReader } from '../contract/store-format.ts';
 import { createApp, type Mount } from './http/app.ts';
 import { loadConfig, type ServiceConfig } from './config.ts';
 import { StoreDrawService } from './draw/store-service.ts';
@@ -95,6 +97,28 @@ async function defaultOpenStore(root: string, version?: string): Promise<UnitSto
 }
 
 /**
+ * The unit store dist/ was built against. A build switches the store's CURRENT first and dist/ last
+ * (generator/build.ts), so after a build killed between the two, CURRENT names a store no dist/
+ * was built for yet: the published pair is the one dist/ names, while that store is still there
+ * (a build keeps the previous one). Otherwise (a dist/ built without a store, a store removed by
+ * hand) the store CURRENT names, served with a warning by the release set.
+ */
+async function openPublishedStore(openStore: NonNullable<StartOptions['openStore']>, root: string, distStoreVersion: string | null, logger: Logger): Promise<UnitStoreReader> {
+  if (distStoreVersion === null) return openStore(root);
+  let paired: UnitStoreReader;
+  try {
+    paired = await openStore(root, distStoreVersion);
+  } catch {
+    return openStore(root);
+  }
+  const current = await readFile(join(root, CURRENT_FILE), 'utf8').then((t) => t.trim(), () => null);
+  if (current !== null && current !== distStoreVersion) {
+    logger.warn({ dist_store: distStoreVersion, current_store: current }, `${CURRENT_FILE} names a unit store no dist/ was built against yet (a build stopped before it switched dist/): serving the store dist/ names until a build completes`);
+  }
+  return paired;
+}
+
+/**
  * Starts the service: the published build, the ledger, the releases that follow new builds, the
  * Koa app, then the HTTP server. Each step is a function below; the order matters only where one
  * needs what another made.
@@ -110,7 +134,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   // Problem types point at the problem pages this very build published under its docs_url.
   useProblemBase(catalogue.docs_url);
   const openStore = opts.openStore ?? defaultOpenStore;
-  const store = await openStore(config.storeRoot);
+  const store = await openPublishedStore(openStore, config.storeRoot, catalogue.store_version, logger);
   const metrics = createMetrics({ backend: config.ledgerUrl ? 'postgres' : 'level', products: catalogue.products.map((p) => p.product_id) });
   let opened: OpenedLedger;
   try {

@@ -34,7 +34,8 @@ import { IndexWriter } from './index-writer.ts';
 import { ingestSpec } from './ingest-spec.ts';
 import { PreviewPicker } from './preview.ts';
 import { RefHashSet } from './ref-set.ts';
-import { fsyncTree, publishStore, pruneStores, removeStaleTemp, tmpName } from './publish.ts';
+import { fsyncTree } from '../durable.ts';
+import { publishStore, pruneStores, removeStaleTemp, tmpName } from './publish.ts';
 import { formatReport, type SourceReport } from './report.ts';
 import { compileRule, routeAct, type RouteResult, type RoutingRule } from './routing.ts';
 import { Staging } from './staging.ts';
@@ -47,6 +48,8 @@ export interface BuildStoreOptions {
   progress?: (msg: string) => void;
   /** Postings buffered in memory before a run is spilled (tests lower it to exercise spilling). */
   runPostings?: number;
+  /** Store versions never pruned besides the new and the previous one: the one the served dist/ names (build.ts). */
+  keepVersions?: string[];
 }
 
 type Plan =
@@ -355,7 +358,7 @@ export async function buildUnitStore(
     await fsyncTree(storeDir);
 
     const { previous, reused } = await publishStore(root, storeDir, storeVersion);
-    const pruned = await pruneStores(root, [storeVersion, previous]);
+    const pruned = await pruneStores(root, [storeVersion, previous, ...(opts.keepVersions ?? [])]);
     progress(`store ${storeVersion} ${reused ? 'unchanged (same content)' : 'written'}; CURRENT -> ${storeVersion}${pruned.length ? `; pruned ${pruned.join(', ')}` : ''}`);
 
     const notes: Record<string, string> = {};

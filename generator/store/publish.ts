@@ -8,6 +8,7 @@ import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { CURRENT_FILE } from '../../contract/store-format.ts';
+import { fsyncPath, removeLeftovers } from '../durable.ts';
 
 const STORE_DIR = /^store-[0-9a-f]{12}$/;
 const TMP = /^\.tmp-(\d+)-/;
@@ -16,44 +17,9 @@ export function tmpName(what: string): string {
   return `.tmp-${process.pid}-${what}-${randomBytes(4).toString('hex')}`;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Removes temporary directories of builds whose process no longer exists. */
-export async function removeStaleTemp(root: string): Promise<string[]> {
-  const removed: string[] = [];
-  for (const name of await readdir(root)) {
-    const m = TMP.exec(name);
-    if (!m || Number(m[1]) === process.pid || alive(Number(m[1]))) continue;
-    await rm(join(root, name), { recursive: true, force: true });
-    removed.push(name);
-  }
-  return removed;
-}
-
-async function fsyncPath(path: string): Promise<void> {
-  const fh = await open(path, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-/** fsyncs every file of a directory tree, then the directories themselves. */
-export async function fsyncTree(dir: string): Promise<void> {
-  for (const e of await readdir(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) await fsyncTree(p);
-    else if (e.isFile()) await fsyncPath(p);
-  }
-  await fsyncPath(dir);
+export function removeStaleTemp(root: string): Promise<string[]> {
+  return removeLeftovers(root, TMP);
 }
 
 export async function readCurrent(root: string): Promise<string | null> {

@@ -34,23 +34,36 @@ export async function secondVersionSrc(priceMicros: number, dropRows: number): P
   return src;
 }
 
+/** How a build child process ended. */
+export interface BuildRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+}
+
 /**
- * `lds build` of srcDir into dist and storeRoot (addresses as buildFixture's), as a child process.
- * Not cliAsync: its 60 s limit is too short for a whole build on a loaded machine.
+ * `lds build` of srcDir into dist and storeRoot (addresses as buildFixture's), as a child process,
+ * with `env` added to its environment. Not cliAsync: its 60 s limit is too short for a whole build
+ * on a loaded machine.
  */
-export async function buildInto(srcDir: string, dist: string, storeRoot: string): Promise<void> {
+export function runBuild(srcDir: string, dist: string, storeRoot: string, env: Record<string, string> = {}): Promise<BuildRun> {
   const args = ['--import', 'tsx', join(REPO, 'cli.ts'), 'build', '--src', srcDir, '--out', dist, '--store-root', storeRoot, '--local', '--publisher-url', 'https://publisher.example', '--source-date-epoch', '1767225600'];
-  const r = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+  return new Promise<BuildRun>((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
     child.on('error', reject);
-    child.on('close', (code) => {
+    child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, stderr });
+      resolve({ code, signal, stderr });
     });
   });
+}
+
+/** `lds build` of srcDir into dist and storeRoot, which must succeed. */
+export async function buildInto(srcDir: string, dist: string, storeRoot: string): Promise<void> {
+  const r = await runBuild(srcDir, dist, storeRoot);
   assert.is(r.code, 0, `build failed: ${r.stderr}`);
 }
 
