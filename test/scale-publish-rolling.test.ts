@@ -60,7 +60,7 @@ async function ship(node: { dist: string; store: string }): Promise<void> {
   const tmp = join(node.store, '.tmp-ship-current');
   await writeFile(tmp, version + '\n');
   await rename(tmp, join(node.store, 'CURRENT'));
-  await cp(stage.dist, `${node.dist}.new`, { recursive: true });
+  await cp(stage.dist, `${node.dist}.new`, { recursive: true, dereference: true });
   await rename(node.dist, `${node.dist}.old`);
   await rename(`${node.dist}.new`, node.dist);
   await rm(`${node.dist}.old`, { recursive: true, force: true });

@@ -270,7 +270,7 @@ test(`${BACKEND}: the previous store is closed once its quotes have expired; a q
     await writeFile(join(mine.store, '.tmp-current'), v2.store_version + '\n');
     await rename(join(mine.store, '.tmp-current'), join(mine.store, 'CURRENT'));
     assert.is(await srv.releases.check(), 'waiting', 'CURRENT switched, dist/ not yet: keep serving v1');
-    await cp(own.dist, `${mine.dist}.new`, { recursive: true });
+    await cp(own.dist, `${mine.dist}.new`, { recursive: true, dereference: true });
     await rename(mine.dist, `${mine.dist}.old`);
     await rename(`${mine.dist}.new`, mine.dist);
     await rm(`${mine.dist}.old`, { recursive: true });

@@ -71,7 +71,7 @@ export async function buildInto(srcDir: string, dist: string, storeRoot: string)
 export async function copyBuild(fromDist: string, fromStore: string, toDir: string): Promise<{ dist: string; store: string }> {
   const dist = join(toDir, 'dist');
   const store = join(toDir, 'store');
-  await cp(fromDist, dist, { recursive: true });
+  await cp(fromDist, dist, { recursive: true, dereference: true }); // the build dist links to, not the link
   await cp(fromStore, store, { recursive: true });
   return { dist, store };
 }
