@@ -45,13 +45,19 @@ export async function servedVersion(origin: string): Promise<{ tag: string; vers
   return { tag: String(res.headers.etag), version, body: res.body };
 }
 
+/**
+ * Until the server answers `version` on five new connections in a row. One answer is not enough:
+ * during a graceful reload (nginx, Apache, Caddy) a worker of the old configuration may still
+ * accept a connection or two after a new worker answered, and it answers, consistently, the old
+ * release with its own tag.
+ */
 async function waitForVersion(origin: string, version: string): Promise<void> {
   const deadline = Date.now() + 30_000;
-  for (;;) {
+  for (let inARow = 0; inARow < 5; ) {
     const now = await servedVersion(origin);
-    if (now.tag === `"${version}"`) return;
-    if (Date.now() > deadline) throw new Error(`the server still answers ${now.tag} 30 s after the publish of ${version}`);
-    await new Promise((r) => setTimeout(r, 50));
+    inARow = now.tag === `"${version}"` ? inARow + 1 : 0;
+    if (inARow === 0 && Date.now() > deadline) throw new Error(`the server still answers ${now.tag} 30 s after the publish of ${version}`);
+    if (inARow === 0) await new Promise((r) => setTimeout(r, 50));
   }
 }
 
