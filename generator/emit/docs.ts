@@ -8,7 +8,7 @@
 import type { CatalogueProduct } from '../catalog.ts';
 import { type Emitter, type EmitContext, MARKDOWN_TYPE, TEXT_TYPE } from './types.ts';
 import { docsPath, machineDocuments, siteUrls } from './site.ts';
-import { DRAW_BOUNDS, openApiDocument } from './openapi.ts';
+import { DRAW_BOUNDS } from './openapi.ts';
 import { AGENT_DOC_SECTIONS } from './agent-docs.ts';
 import { type DocSection, fence, groupDigits, mdTable, shq } from './markdown.ts';
 import { CREDENTIAL_DOC_SECTIONS, TOPUP_REPLAY_RULE, exampleTopupBody, llmsTopupStep } from './topup-docs.ts';

@@ -155,7 +155,6 @@ function positioner(text: string): (offset: number) => string {
 // only there is ", " a separator (a lower-level label could hold a comma).
 const DOMAIN_SPLIT = /, (?=[A-Z][A-Z ,&'-]*[A-Z](?: > |$))/;
 
-const LANGUAGE_FIELDS: ReadonlySet<string> = new Set(IATE_LANGUAGES);
 const KNOWN_FIELDS: ReadonlySet<string> = new Set(['id_concept', 'iate_link', 'en_def', 'domains', ...IATE_LANGUAGES]);
 
 function checkEntry(v: unknown): { ok: true; id: string; url: string; definition: string; terms: [string, string][]; domains: string[] } | { ok: false; reason: string } {

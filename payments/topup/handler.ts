@@ -29,7 +29,7 @@ import { Problem, PROBLEM_CONTENT_TYPE } from '../problem.ts';
 import { observeCharges, redactTokens, type ChargeObservation } from '../processors/observe.ts';
 import type { PaymentProcessor } from '../processors/types.ts';
 import type { TopupRecord } from '../ledger/records.ts';
-import type { ReceiptSignature, ReceiptSigner } from '../receipts.ts';
+import type { ReceiptSigner } from '../receipts.ts';
 import { bearerToken, hashesEqual, hashToken, newBalanceToken, openBalanceToken, sealBalanceToken, sha256Hex, tokenHint } from '../tokens.ts';
 import { TOPUP_MAXIMUM_CENTS, TOPUP_MINIMUM_CENTS } from '../../contract/limits.ts';
 import type { Currency, TopupReceipt } from '../../contract/wire.ts';
