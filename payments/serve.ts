@@ -5,8 +5,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import pino, { type Logger } from 'pino';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { CURRENT_FILE, type UnitStoreReader } from '../contract/store-format.ts';
 import { createApp, type Mount } from './http/app.ts';
 import { loadConfig, type ServiceConfig } from './config.ts';
@@ -20,7 +18,7 @@ import { openLedger } from './ledger/open.ts';
 import type { PaymentProcessor } from './processors/types.ts';
 import { stripeOptionsFromEnv } from './processors/stripe-options.ts';
 import { staticFastPath, type StaticSite } from './http/static.ts';
-import { loadDist, ReleaseSet } from './release/releases.ts';
+import { loadDist, readCurrentVersion, ReleaseSet } from './release/releases.ts';
 import type { LiveDrawService } from './release/live-service.ts';
 import { isLazy, lazyMiddleware } from './http/lazy.ts';
 import { Problem, rawProblemResponse, useProblemBase } from './problem.ts';
@@ -111,7 +109,7 @@ async function openPublishedStore(openStore: NonNullable<StartOptions['openStore
   } catch {
     return openStore(root);
   }
-  const current = await readFile(join(root, CURRENT_FILE), 'utf8').then((t) => t.trim(), () => null);
+  const current = await readCurrentVersion(root);
   if (current !== null && current !== distStoreVersion) {
     logger.warn({ dist_store: distStoreVersion, current_store: current }, `${CURRENT_FILE} names a unit store no dist/ was built against yet (a build stopped before it switched dist/): serving the store dist/ names until a build completes`);
   }

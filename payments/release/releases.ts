@@ -56,7 +56,8 @@ export async function loadDist(distDir: string): Promise<{ site: StaticSite; cat
   return { site, catalogue, validator, basePath };
 }
 
-async function readCurrentVersion(storeRoot: string): Promise<string | null> {
+/** The store version CURRENT names (null: none, or not a store version). */
+export async function readCurrentVersion(storeRoot: string): Promise<string | null> {
   try {
     const v = (await readFile(join(storeRoot, CURRENT_FILE), 'utf8')).trim();
     return /^store-[0-9a-f]{12}$/.test(v) ? v : null;
