@@ -5,7 +5,7 @@
 import type { Context, Middleware } from 'koa';
 import type Router from '@koa/router';
 import { STATEMENT_PAGE } from '../../contract/limits.ts';
-import type { DrawRequest, Quote } from '../../contract/wire.ts';
+import type { DrawRequest, PayRequest, Quote } from '../../contract/wire.ts';
 import { problems } from '../draw/problems.ts';
 import { paidDrawBody, quoteJson } from '../draw/serialise.ts';
 import type { StoreDrawService } from '../draw/store-service.ts';
@@ -71,9 +71,9 @@ function drawHandler(o: BuyerRoutesOptions): (ctx: Context) => Promise<void> {
   return async (ctx) => {
     const body = await readJsonBody(ctx, maxBody);
     o.validator.body('draw', body);
-    const req = body as DrawRequest & { quote_id?: string };
+    const req = body as DrawRequest & { quote_id?: string }; // checked against the OpenAPI document above
     const token = balanceTokenOf(ctx.get('authorization'));
-    if (req.quote_id === undefined) {
+    if (!isPayRequest(req)) {
       const quote = await o.service.quote(req, token === 'malformed' ? undefined : token);
       ctx.status = 402;
       setQuoteHeaders(ctx, quote, o.service.drawUrl);
@@ -82,7 +82,7 @@ function drawHandler(o: BuyerRoutesOptions): (ctx: Context) => Promise<void> {
       return;
     }
     try {
-      const paid = await o.service.pay({ ...req, quote_id: req.quote_id }, token ?? '');
+      const paid = await o.service.pay(req, token ?? '');
       ctx.status = 200;
       ctx.set('Cache-Control', 'no-store');
       ctx.set('Content-Type', JSON_CONTENT_TYPE);
@@ -94,6 +94,11 @@ function drawHandler(o: BuyerRoutesOptions): (ctx: Context) => Promise<void> {
       throw err;
     }
   };
+}
+
+/** A draw request that carries its quote_id pays it; without one it asks for a quote. */
+function isPayRequest(req: DrawRequest & { quote_id?: string }): req is PayRequest {
+  return req.quote_id !== undefined;
 }
 
 function balanceHandler(o: BuyerRoutesOptions): (ctx: Context) => Promise<void> {
