@@ -5,16 +5,12 @@
 // the memo stays bounded by the units it holds.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { buildFixture, refsByProduct, type Fixture } from './helpers/service-harness.ts';
+import { buildFixture, refsByProduct, storeDrawService, type Fixture } from './helpers/service-harness.ts';
 import { openTestLedger, type TestLedger } from './helpers/ledgers.ts';
 import { openUnitStore } from '../payments/store/unit-store.ts';
 import { StoreDrawService } from '../payments/draw/store-service.ts';
 import { quoteJson } from '../payments/draw/serialise.ts';
 import type { Quote as QuoteBody } from '../contract/wire.ts';
-import { createRequestValidator } from '../payments/http/openapi-validate.ts';
-import { ReceiptSigner, generateReceiptKey } from '../payments/receipts.ts';
 import { Lru } from '../payments/store/unit-cache.ts';
 import { hashToken, newBalanceToken } from '../payments/tokens.ts';
 import type { UnitStoreReader } from '../contract/store-format.ts';
@@ -33,17 +29,7 @@ test.before(async () => {
   [product, refs] = [...byProduct].sort((a, b) => b[1].length - a[1].length)[0];
   store = (await openUnitStore(fx.store)) as typeof store;
   tl = await openTestLedger();
-  const spec = JSON.parse(readFileSync(join(fx.dist, 'v1/specification'), 'utf8'));
-  svc = new StoreDrawService({
-    catalogue: fx.catalogue,
-    store,
-    ledger: tl.ledger,
-    quoteSecret: Buffer.alloc(32, 7),
-    bounds: createRequestValidator(spec).bounds,
-    quoteTtlSeconds: 300,
-    receipts: ReceiptSigner.fromJwks([generateReceiptKey()]),
-    unitCacheSize: 40,
-  });
+  svc = storeDrawService(fx, store, tl.ledger, { unitCacheSize: 40 });
   const t = newBalanceToken();
   const r = await tl.ledger.creditTopup({ tokenHash: hashToken(t.token), createBalance: true, amountCents: 100_000, currency: 'EUR', processor: 'sandbox', challengeId: 'ch_text', paymentRef: 'pi_text' });
   assert.is(r.kind, 'ok');

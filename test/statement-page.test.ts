@@ -5,15 +5,11 @@
 // balance with more lines than one full page never got next_after.)
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { STATEMENT_PAGE } from '../contract/limits.ts';
-import { buildFixture, type Fixture } from './helpers/service-harness.ts';
+import { buildFixture, storeDrawService, type Fixture } from './helpers/service-harness.ts';
 import { debit, fund, openTestLedger, type TestLedger } from './helpers/ledgers.ts';
 import { openUnitStore } from '../payments/store/unit-store.ts';
 import { StoreDrawService } from '../payments/draw/store-service.ts';
-import { createRequestValidator } from '../payments/http/openapi-validate.ts';
-import { ReceiptSigner, generateReceiptKey } from '../payments/receipts.ts';
 import { newBalanceToken } from '../payments/tokens.ts';
 import type { UnitStoreReader } from '../contract/store-format.ts';
 
@@ -26,16 +22,7 @@ test.before(async () => {
   fx = await buildFixture();
   store = (await openUnitStore(fx.store)) as typeof store;
   tl = await openTestLedger();
-  const spec = JSON.parse(readFileSync(join(fx.dist, 'v1/specification'), 'utf8'));
-  svc = new StoreDrawService({
-    catalogue: fx.catalogue,
-    store,
-    ledger: tl.ledger,
-    quoteSecret: Buffer.alloc(32, 7),
-    bounds: createRequestValidator(spec).bounds,
-    quoteTtlSeconds: 300,
-    receipts: ReceiptSigner.fromJwks([generateReceiptKey()]),
-  });
+  svc = storeDrawService(fx, store, tl.ledger);
 });
 
 test.after(async () => {

@@ -18,12 +18,35 @@ import { BACKEND, ledgerEnv } from './ledgers.ts';
 import type { LedgerSettings } from '../../payments/ledger/open.ts';
 import { freshDatabase } from './pg.ts';
 import { servedBuild } from './problems.ts';
+import { StoreDrawService, type DrawServiceOptions } from '../../payments/draw/store-service.ts';
+import { createRequestValidator } from '../../payments/http/openapi-validate.ts';
+import { ReceiptSigner, generateReceiptKey } from '../../payments/receipts.ts';
+import type { Ledger } from '../../payments/ledger/ledger.ts';
+import type { UnitStoreReader } from '../../contract/store-format.ts';
 
 export interface Fixture {
   root: string;
   dist: string;
   store: string;
   catalogue: any;
+}
+
+/**
+ * A draw service over the fixture's catalogue and an opened unit store, without HTTP: the bounds of
+ * the build's OpenAPI document, a fixed quote secret, a fresh receipt key; `extra` overrides.
+ */
+export function storeDrawService(fx: Fixture, store: UnitStoreReader, ledger: Ledger, extra: Partial<DrawServiceOptions> = {}): StoreDrawService {
+  const spec = JSON.parse(readFileSync(join(fx.dist, 'v1/specification'), 'utf8'));
+  return new StoreDrawService({
+    catalogue: fx.catalogue,
+    store,
+    ledger,
+    quoteSecret: Buffer.alloc(32, 7),
+    bounds: createRequestValidator(spec).bounds,
+    quoteTtlSeconds: 300,
+    receipts: ReceiptSigner.fromJwks([generateReceiptKey()]),
+    ...extra,
+  });
 }
 
 /** Builds catalog-src (dist + unit store) into a fresh temp dir with the generator's build(). */
