@@ -4,7 +4,7 @@
 // failure or a kill at any step leaves the previous build served (test/build-crash).
 import { lstat, mkdir, readdir, readFile, readlink, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { fsyncPath, fsyncTree, removeLeftovers, removeLinkLeftovers, switchLink } from './durable.ts';
+import { fsyncPath, fsyncTree, removeLinkLeftovers, removeStaleTemp, switchLink, tmpName } from './durable.ts';
 import { buildCatalogue } from './catalog.ts';
 import { EMITTERS } from './emit/index.ts';
 import { emitHostingConfig } from './emit/headers.ts';
@@ -137,9 +137,9 @@ async function switchDist(outDir: string, id: string, files: RenderedFile[]): Pr
   const name = basename(outDir);
   const builds = join(parent, `.${name}.builds`);
   await mkdir(builds, { recursive: true });
-  await removeLeftovers(builds, /^\.tmp-(\d+)-/);
+  await removeStaleTemp(builds);
   await removeLinkLeftovers(parent, name);
-  const tmp = join(builds, `.tmp-${process.pid}-${id}`);
+  const tmp = join(builds, tmpName(id));
   try {
     await writeTree(tmp, files);
     await fsyncTree(tmp);

@@ -2,6 +2,7 @@
 // written, then one rename as the switch (a symbolic link renamed over the old one, or a file
 // renamed over the old one), then fsync of the folder that holds it. Temporary names carry the
 // writer's pid, so a later run removes the leftovers of a process that died.
+import { randomBytes } from 'node:crypto';
 import { open, readdir, rename, rm, stat, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -41,11 +42,21 @@ export function alive(pid: number): boolean {
   }
 }
 
+/** A temporary name in a folder: `.tmp-<pid>-<what>-<random>`, removable by removeStaleTemp once its process is gone. */
+export function tmpName(what: string): string {
+  return `.tmp-${process.pid}-${what}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Removes the temporary entries (tmpName) of processes that no longer exist; the names removed. */
+export function removeStaleTemp(dir: string): Promise<string[]> {
+  return removeLeftovers(dir, /^\.tmp-(\d+)-/);
+}
+
 /**
  * Removes the entries of `dir` named by `pattern` (whose first group is a pid) left by processes
  * that no longer exist; the names removed.
  */
-export async function removeLeftovers(dir: string, pattern: RegExp): Promise<string[]> {
+async function removeLeftovers(dir: string, pattern: RegExp): Promise<string[]> {
   const removed: string[] = [];
   for (const name of await readdir(dir).catch(() => [] as string[])) {
     const m = pattern.exec(name);

@@ -3,24 +3,13 @@
 // is <root>/CURRENT replaced (temp file + fsync + rename + fsync of the directory). A build that
 // dies at any point leaves CURRENT and the store it names untouched; its temporary directories
 // are removed by the next build once their process is gone.
-import { randomBytes } from 'node:crypto';
 import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { CURRENT_FILE } from '../../contract/store-format.ts';
-import { fsyncPath, removeLeftovers } from '../durable.ts';
+import { fsyncPath, tmpName } from '../durable.ts';
 
 const STORE_DIR = /^store-[0-9a-f]{12}$/;
-const TMP = /^\.tmp-(\d+)-/;
-
-export function tmpName(what: string): string {
-  return `.tmp-${process.pid}-${what}-${randomBytes(4).toString('hex')}`;
-}
-
-/** Removes temporary directories of builds whose process no longer exists. */
-export function removeStaleTemp(root: string): Promise<string[]> {
-  return removeLeftovers(root, TMP);
-}
 
 export async function readCurrent(root: string): Promise<string | null> {
   try {
