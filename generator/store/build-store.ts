@@ -201,6 +201,7 @@ export async function buildUnitStore(
   const storeDir = join(root, tmpName('store'));
   const scratchDir = join(root, tmpName('scratch'));
   const spoolPath = join(root, tmpName('forward'));
+  const runDir = join(root, tmpName('postings'));
   let db: Db | null = null;
   let scratch: Db | null = null;
   let spool: ForwardSpool | null = null;
@@ -211,7 +212,7 @@ export async function buildUnitStore(
     spool = new ForwardSpool(spoolPath);
     const out = new BatchWriter(db);
     const side = new BatchWriter(scratch);
-    const index = new IndexWriter(productIds, scratch, opts.runPostings);
+    const index = new IndexWriter(productIds, runDir, opts.runPostings);
     for (const p of cat.products) index.watch(p.product_id, p.example_query);
     const previews = new PreviewPicker();
     const hash = createHash('sha256');
@@ -355,6 +356,7 @@ export async function buildUnitStore(
     scratch = null;
     await rm(scratchDir, { recursive: true, force: true });
     await rm(spoolPath, { force: true });
+    await rm(runDir, { recursive: true, force: true });
     await fsyncTree(storeDir);
 
     const { previous, reused } = await publishStore(root, storeDir, storeVersion);
@@ -387,6 +389,7 @@ export async function buildUnitStore(
     await rm(storeDir, { recursive: true, force: true });
     await rm(scratchDir, { recursive: true, force: true });
     await rm(spoolPath, { force: true });
+    await rm(runDir, { recursive: true, force: true });
     throw err;
   }
 }

@@ -1,11 +1,12 @@
 // Builds the per-product BM25 indexes with bounded memory.
 //
 // While units stream in, postings (docid, tf) are collected per product and term and spilled as
-// sorted runs into a scratch LevelDB whenever the buffer holds `runPostings` postings. BM25
+// sorted run files (posting-runs.ts) whenever the buffer holds `runPostings` postings. BM25
 // impacts need the final document count, df and average length, so they are computed only at the
-// end: finish() walks the scratch runs term by term, orders each term's postings by impact
+// end: finish() merges the runs term by term, orders each term's postings by impact
 // (a counting sort over the few distinct impact values, so it is linear), cuts them into chunks
-// of growing size and writes chunks and term headers into the store.
+// of growing size and writes chunks and term headers into the store. The per-term work arrays
+// are kept from one term to the next: the largest term sets the memory, not the sum of them.
 import { endianness } from 'node:os';
 import {
   KEY,
@@ -14,12 +15,12 @@ import {
   chunkSize,
   encodeChunk,
   encodeForward,
-  hex,
   tokenize,
   type ProductIndexStats,
   type TermHeader,
 } from '../../contract/store-format.ts';
-import { BatchWriter, type Db } from './batch.ts';
+import type { BatchWriter } from './batch.ts';
+import { mergeRuns, RunWriter } from './posting-runs.ts';
 
 if (endianness() !== 'LE') throw new Error('the unit store index is little-endian; this machine is not');
 
@@ -53,9 +54,13 @@ export class IndexWriter {
   /** Per product index: the words of its example query, and (during finish) the units they occur in. */
   private readonly watched = new Map<number, { query: string; terms: Set<string>; hits: Uint8Array | null; matches: number }>();
 
+  /** Work arrays of writeTerm, grown to the largest term seen. */
+  private work = { group: new Uint32Array(0), docids: new Uint32Array(0), sorted: new Uint32Array(0), impacts: new Float64Array(0) };
+
   constructor(
     productIds: string[],
-    private readonly scratch: Db,
+    /** A scratch folder for the run files (the caller removes it). */
+    private readonly runDir: string,
     private readonly runPostings = 4_000_000,
   ) {
     this.productIds = [...productIds].sort();
@@ -106,19 +111,18 @@ export class IndexWriter {
     return fwd;
   }
 
-  /** Writes the buffered postings as one run: scratch key x!<product#>!<termId>!<run#>. */
+  /** Writes the buffered postings as one run file, in (product, term) order. */
   private async spill(): Promise<void> {
     if (this.buffered === 0) return;
-    const w = new BatchWriter(this.scratch);
-    const run = hex(this.runs++, 6);
+    const w = await RunWriter.create(this.runDir, this.runs++);
     for (let p = 0; p < this.buffer.length; p++) {
-      for (const [id, list] of this.buffer[p].entries()) {
-        if (!list) continue;
-        const bytes = new Uint8Array(list.buf.buffer, 0, list.n * 8); // the buffer is dropped after the spill
-        await w.put(`x!${hex(p, 4)}!${hex(id, 8)}!${run}`, bytes);
+      const lists = this.buffer[p];
+      for (let id = 0; id < lists.length; id++) {
+        const list = lists[id];
+        if (list) await w.add(p, id, list.buf, list.n);
       }
     }
-    await w.flush();
+    await w.close();
     this.buffer = this.productIds.map(() => []);
     this.buffered = 0;
   }
@@ -144,50 +148,42 @@ export class IndexWriter {
   /** Orders every term's postings by impact and writes chunks + headers through `out`. */
   async finish(out: BatchWriter, progress: (msg: string) => void): Promise<{ terms: number; postings: number }> {
     await this.spill();
-    let current = '';
-    let pieces: Uint32Array[] = [];
+    this.buffer = [];
     let terms = 0;
     let postings = 0;
-    const flushTerm = async () => {
-      if (!current) return;
-      const [p, id] = current.slice(2).split('!').map((h) => parseInt(h, 16));
-      const n = pieces.reduce((s, x) => s + x.length / 2, 0);
-      await this.writeTerm(out, p, id, pieces, n);
+    await mergeRuns(this.runDir, async (p, id, pairs, n) => {
+      await this.writeTerm(out, p, id, pairs, n);
       terms++;
       postings += n;
       if (terms % 50_000 === 0) progress(`index: ${terms} terms, ${postings} postings`);
-    };
-    for await (const [key, value] of this.scratch.iterator({ gte: 'x!', lt: 'x~' })) {
-      const group = key.slice(0, 15); // x!<product#>!<termId>
-      if (group !== current) {
-        await flushTerm();
-        current = group;
-        pieces = [];
-      }
-      // copy: LevelDB's buffer may not be 4-byte aligned
-      const copy = new Uint8Array(value.byteLength);
-      copy.set(value);
-      pieces.push(new Uint32Array(copy.buffer));
-    }
-    await flushTerm();
+    });
     for (const w of this.watched.values()) w.hits = null;
+    this.work = { group: new Uint32Array(0), docids: new Uint32Array(0), sorted: new Uint32Array(0), impacts: new Float64Array(0) };
     return { terms, postings };
   }
 
-  private countMatches(p: number, termId: number, pieces: Uint32Array[]): void {
+  private countMatches(p: number, termId: number, pairs: Uint32Array, n: number): void {
     const w = this.watched.get(p);
     if (!w || !w.terms.has(this.terms[termId])) return;
     w.hits ??= new Uint8Array(this.docs);
-    for (const piece of pieces) {
-      for (let i = 0; i < piece.length; i += 2) {
-        if (w.hits[piece[i]] === 0) w.matches++;
-        w.hits[piece[i]] = 1;
-      }
+    for (let i = 0; i < n * 2; i += 2) {
+      if (w.hits[pairs[i]] === 0) w.matches++;
+      w.hits[pairs[i]] = 1;
     }
   }
 
-  private async writeTerm(out: BatchWriter, p: number, termId: number, pieces: Uint32Array[], n: number): Promise<void> {
-    this.countMatches(p, termId, pieces);
+  /** The work arrays, at least n long. */
+  private workFor(n: number) {
+    if (this.work.group.length < n) {
+      const size = Math.max(n, this.work.group.length * 2);
+      this.work = { group: new Uint32Array(size), docids: new Uint32Array(size), sorted: new Uint32Array(size), impacts: new Float64Array(size) };
+    }
+    return this.work;
+  }
+
+  /** pairs: the term's n (docid, tf) pairs in docid order. */
+  private async writeTerm(out: BatchWriter, p: number, termId: number, pairs: Uint32Array, n: number): Promise<void> {
+    this.countMatches(p, termId, pairs, n);
     const pid = this.productIds[p];
     const { docs, total_len } = this.stats[p];
     const avgdl = total_len / docs;
@@ -197,28 +193,24 @@ export class IndexWriter {
     const groupOf = new Map<number, number>(); // impact -> group index
     const groupImpact: number[] = [];
     const counts: number[] = [];
-    const gi = new Uint32Array(n);
-    const docs32 = new Uint32Array(n);
-    let k = 0;
-    for (const piece of pieces) {
-      for (let i = 0; i < piece.length; i += 2) {
-        const docid = piece[i];
-        const tf = piece[i + 1];
-        const dl = this.docLen[docid];
-        const pair = tf * 4294967296 + dl;
-        let impact = impactOf.get(pair);
-        if (impact === undefined) impactOf.set(pair, (impact = bm25Impact(idf, tf, dl, avgdl)));
-        let g = groupOf.get(impact);
-        if (g === undefined) {
-          g = groupImpact.length;
-          groupOf.set(impact, g);
-          groupImpact.push(impact);
-          counts.push(0);
-        }
-        counts[g]++;
-        gi[k] = g;
-        docs32[k++] = docid;
+    const { group: gi, docids: docs32, sorted, impacts } = this.workFor(n);
+    for (let k = 0; k < n; k++) {
+      const docid = pairs[2 * k];
+      const tf = pairs[2 * k + 1];
+      const dl = this.docLen[docid];
+      const pair = tf * 4294967296 + dl;
+      let impact = impactOf.get(pair);
+      if (impact === undefined) impactOf.set(pair, (impact = bm25Impact(idf, tf, dl, avgdl)));
+      let g = groupOf.get(impact);
+      if (g === undefined) {
+        g = groupImpact.length;
+        groupOf.set(impact, g);
+        groupImpact.push(impact);
+        counts.push(0);
       }
+      counts[g]++;
+      gi[k] = g;
+      docs32[k] = docid;
     }
     const order = groupImpact.map((_, g) => g).sort((a, b) => groupImpact[b] - groupImpact[a]);
     const start = new Array<number>(order.length);
@@ -227,8 +219,6 @@ export class IndexWriter {
       start[g] = acc;
       acc += counts[g];
     }
-    const sorted = new Uint32Array(n);
-    const impacts = new Float64Array(n);
     for (let i = 0; i < n; i++) {
       const at = start[gi[i]]++;
       sorted[at] = docs32[i];
