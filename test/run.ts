@@ -1,5 +1,7 @@
 // Runs every test/*.test.ts in its own Node process (servers, ports and LevelDB handles stay
-// isolated), streams its output, and adds up uvu's per-file totals into the closing line CI reads:
+// isolated), LDS_TEST_JOBS files at a time (default: one per core; most suites spend their time
+// waiting on fsync, child processes and servers, so two cores run two of them side by side), prints
+// each file's output whole when it ends, and adds up uvu's per-file totals into the closing line CI reads:
 // "N passed, N failed" (", N skipped" after it when a suite skipped tests). A suite skips only when a
 // program it drives is missing (test/helpers/programs.ts); its "SKIP <suite>: <reason>" line is
 // repeated above the closing line. A file that runs no test and skips none counts as a failure.
@@ -11,9 +13,16 @@
 // When that server cannot start, one line says why and what to do, the LevelDB runs still run and
 // every PostgreSQL run counts as failed (the closing line is always printed).
 // LDS_TEST_BACKEND=level|postgres in the environment restricts the run to that backend.
+//
+// Shared between files (each still gets a private copy to change): the compiled build/ that
+// `npm start` runs (compiled once here, before any suite, so two suites never compile at once) and
+// the service fixture build (test/helpers/service-harness.ts buildFixture, cached under
+// LDS_TEST_FIXTURE_CACHE for the run). Files start longest first, by the durations the last run
+// on this machine recorded (else by file size), so the run does not end waiting on one long suite.
 // Usage: npm test [-- name-filter ...]
-import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -36,7 +45,22 @@ function backendsOf(file: string): (Backend | null)[] {
   return chosen;
 }
 
-const runs = files.flatMap((file) => backendsOf(file).map((backend) => ({ file, backend })));
+const JOBS = Math.max(1, Math.floor(Number(process.env.LDS_TEST_JOBS ?? availableParallelism())) || 1);
+const runName = (file: string, backend: Backend | null) => (backend ? `${file} [${backend}]` : file);
+/** Seconds each run took last time on this machine (kept in the temp folder, never in the repository). */
+const DURATIONS = join(tmpdir(), 'lds-test-durations.json');
+const lastDurations: Record<string, number> = (() => {
+  try {
+    return JSON.parse(readFileSync(DURATIONS, 'utf8'));
+  } catch {
+    return {};
+  }
+})();
+/** Expected seconds: the last run's, else a guess from the file's size (about 1 s per KB on this suite). */
+const expected = (file: string, backend: Backend | null) => lastDurations[runName(file, backend)] ?? statSync(join(here, file)).size / 1000;
+const runs = files
+  .flatMap((file) => backendsOf(file).map((backend) => ({ file, backend })))
+  .sort((a, b) => expected(b.file, b.backend) - expected(a.file, a.backend));
 let pgStop: (() => Promise<void>) | null = null;
 /** Why the PostgreSQL runs cannot run (the server did not start): each counts as a failure. */
 let pgMissing: string | null = null;
@@ -57,15 +81,20 @@ if (runs.some((r) => r.backend === 'postgres') && !process.env.LDS_TEST_PG_URL) 
 
 interface Tally { passed: number; failed: number; skipped: number; crashed: boolean; empty: boolean; skips: string[] }
 
-function runFile(file: string, backend: Backend | null): Promise<Tally> {
+interface Finished extends Tally { output: string; seconds: number }
+
+function runFile(file: string, backend: Backend | null): Promise<Finished> {
   return new Promise((resolve) => {
+    const started = performance.now();
     const child = spawn(process.execPath, ['--import', 'tsx', join(here, file)], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, FORCE_COLOR: '0', ...(backend ? { LDS_TEST_BACKEND: backend } : {}) },
     });
+    // Both streams in the order they arrived, printed whole when the file ends (two files run at once).
     let out = '';
-    child.stdout.on('data', (d) => { out += d; process.stdout.write(d); });
-    child.stderr.on('data', (d) => process.stderr.write(d));
+    let output = '';
+    child.stdout.on('data', (d) => { out += d; output += d; });
+    child.stderr.on('data', (d) => { output += d; });
     child.on('close', (code) => {
       const num = (label: string) => {
         const all = [...out.matchAll(new RegExp(`${label}:\\s+(\\d+)`, 'g'))];
@@ -82,31 +111,55 @@ function runFile(file: string, backend: Backend | null): Promise<Tally> {
       const empty = total === 0 && skipped === 0;
       if (crashed || empty) failed = Math.max(failed, 1);
       const skips = [...out.matchAll(/^SKIP (.*)$/gm)].map((m) => m[1]!);
-      resolve({ passed, failed, skipped, crashed, empty, skips });
+      resolve({ passed, failed, skipped, crashed, empty, skips, output, seconds: (performance.now() - started) / 1000 });
     });
   });
 }
 
+// `npm start` compiles build/ when it is older than the sources: do it once, before any suite runs.
+const ensureBuild = join(here, '..', 'scripts', 'ensure-build.mjs');
+if (existsSync(ensureBuild)) {
+  const compiled = spawnSync(process.execPath, [ensureBuild], { cwd: join(here, '..'), encoding: 'utf8' });
+  process.stdout.write(compiled.stdout + compiled.stderr);
+  if (compiled.status !== 0) console.error('error: build/ did not compile (see above); the suites that run `npm start` will fail');
+}
+const fixtureCache = mkdtempSync(join(tmpdir(), 'lds-test-fixtures-'));
+process.env.LDS_TEST_FIXTURE_CACHE = fixtureCache;
+
 const sum = { passed: 0, failed: 0, skipped: 0 };
 const failedFiles: string[] = [];
 const skipReasons: string[] = [];
-for (const { file: name, backend } of runs) {
-  const file = backend ? `${name} [${backend}]` : name;
-  console.log(`\n# ${file}`);
-  if (backend === 'postgres' && pgMissing) {
-    console.log('not run: no PostgreSQL (see the error above)');
-    sum.failed++;
-    failedFiles.push(`${file} (no PostgreSQL)`);
-    continue;
+const took: Record<string, number> = { ...lastDurations };
+console.log(`# ${runs.length} runs of ${files.length} files, ${JOBS} at a time`);
+let next = 0;
+async function worker(): Promise<void> {
+  while (next < runs.length) {
+    const { file: name, backend } = runs[next++]!;
+    const file = runName(name, backend);
+    if (backend === 'postgres' && pgMissing) {
+      console.log(`\n# ${file}\nnot run: no PostgreSQL (see the error above)`);
+      sum.failed++;
+      failedFiles.push(`${file} (no PostgreSQL)`);
+      continue;
+    }
+    const t = await runFile(name, backend);
+    process.stdout.write(`\n# ${file} (${t.seconds.toFixed(1)} s)\n${t.output}`);
+    took[file] = Math.round(t.seconds * 10) / 10;
+    sum.passed += t.passed;
+    sum.failed += t.failed;
+    sum.skipped += t.skipped;
+    if (t.failed > 0) failedFiles.push(file + (t.crashed ? ' (exited non-zero)' : t.empty ? ' (ran no tests)' : ''));
+    skipReasons.push(...t.skips);
   }
-  const t = await runFile(name, backend);
-  sum.passed += t.passed;
-  sum.failed += t.failed;
-  sum.skipped += t.skipped;
-  if (t.failed > 0) failedFiles.push(file + (t.crashed ? ' (exited non-zero)' : t.empty ? ' (ran no tests)' : ''));
-  skipReasons.push(...t.skips);
 }
+await Promise.all(Array.from({ length: Math.min(JOBS, runs.length) }, worker));
 await pgStop?.();
+rmSync(fixtureCache, { recursive: true, force: true });
+try {
+  writeFileSync(DURATIONS, JSON.stringify(took, null, 1));
+} catch {
+  // only an ordering hint for the next run
+}
 if (skipReasons.length) console.log(`\nskipped:\n${skipReasons.map((r) => `  ${r}`).join('\n')}`);
 if (failedFiles.length) console.log(`\nfailing files: ${failedFiles.join(', ')}`);
 console.log(`\n${sum.passed} passed, ${sum.failed} failed${sum.skipped ? `, ${sum.skipped} skipped` : ''}`);

@@ -1,7 +1,7 @@
 // Shared by the service tests (not itself a suite): a real build of catalog-src into a temp dir
 // (dist + unit store), a real server on 127.0.0.1:0 over real LevelDB, and small HTTP helpers.
-import { mkdtemp } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
+import { cp, mkdtemp, rename, rm } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
@@ -49,20 +49,41 @@ export function storeDrawService(fx: Fixture, store: UnitStoreReader, ledger: Le
   });
 }
 
-/** Builds catalog-src (dist + unit store) into a fresh temp dir with the generator's build(). */
-export async function buildFixture(): Promise<Fixture> {
-  const root = await mkdtemp(join(tmpdir(), 'lds-svc-'));
-  const dist = join(root, 'dist');
-  const store = join(root, 'store');
+/** Builds catalog-src (dist + unit store) into `root` with the generator's build(). */
+async function buildInto(root: string): Promise<void> {
   await build({
     srcDir: CATALOG_SRC,
-    outDir: dist,
-    storeRoot: store,
+    outDir: join(root, 'dist'),
+    storeRoot: join(root, 'store'),
     addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example'),
     sourceDateEpoch: 1767225600,
   });
+}
+
+/**
+ * A build of catalog-src (dist + unit store) in a fresh temp dir of the caller's own, which it may
+ * change. The build's inputs are fixed, so under test/run.ts (LDS_TEST_FIXTURE_CACHE) it is made
+ * once per run and each caller gets a copy (links kept as links: dist/ is one); a file run alone
+ * builds its own.
+ */
+export async function buildFixture(): Promise<Fixture> {
+  const root = await mkdtemp(join(tmpdir(), 'lds-svc-'));
+  const cache = process.env.LDS_TEST_FIXTURE_CACHE;
+  if (cache) {
+    const built = join(cache, 'service');
+    if (!existsSync(built)) {
+      // Built under a name of its own, then renamed: two files asking at once both build, one wins.
+      const mine = await mkdtemp(join(cache, 'service.tmp-'));
+      await buildInto(mine);
+      await rename(mine, built).catch(() => rm(mine, { recursive: true, force: true }));
+    }
+    await cp(built, root, { recursive: true, verbatimSymlinks: true });
+  } else {
+    await buildInto(root);
+  }
+  const dist = join(root, 'dist');
   const catalogue = JSON.parse(readFileSync(join(dist, 'v1/lds/_catalog'), 'utf8'));
-  return { root, dist, store, catalogue };
+  return { root, dist, store: join(root, 'store'), catalogue };
 }
 
 /**
