@@ -67,7 +67,8 @@ test('a clone in a 0700 folder starts a real PostgreSQL through the shared start
   const started = await Promise.race([
     new Promise<string>((resolve) => child.stdout.on('data', () => out.includes('\n') && resolve(out))),
     exit.then((code) => `exited ${code}`),
-    new Promise<string>((resolve) => setTimeout(() => resolve('timed out'), 240_000)),
+    // unref: a timer that lost the race must not keep this file's process alive for four minutes
+    new Promise<string>((resolve) => setTimeout(() => resolve('timed out'), 240_000).unref()),
   ]);
   try {
     assert.ok(started.startsWith('{'), `the server did not start (${started}): ${err}`);
@@ -91,7 +92,7 @@ test('a clone in a 0700 folder starts a real PostgreSQL through the shared start
     }
   } finally {
     child.stdin.end();
-    const code = await Promise.race([exit, new Promise<string>((r) => setTimeout(() => r('no exit'), 60_000))]);
+    const code = await Promise.race([exit, new Promise<string>((r) => setTimeout(() => r('no exit'), 60_000).unref())]);
     if (code === 'no exit') child.kill('SIGKILL');
   }
   assert.is(await exit, 0, err);
