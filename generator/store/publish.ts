@@ -3,22 +3,12 @@
 // is <root>/CURRENT replaced (temp file + fsync + rename + fsync of the directory). A build that
 // dies at any point leaves CURRENT and the store it names untouched; its temporary directories
 // are removed by the next build once their process is gone.
-import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { CURRENT_FILE } from '../../contract/store-format.ts';
+import { readCurrentVersion, STORE_VERSION } from '../../contract/store-current.ts';
 import { fsyncPath, tmpName } from '../durable.ts';
-
-const STORE_DIR = /^store-[0-9a-f]{12}$/;
-
-export async function readCurrent(root: string): Promise<string | null> {
-  try {
-    const v = (await readFile(join(root, CURRENT_FILE), 'utf8')).trim();
-    return STORE_DIR.test(v) ? v : null;
-  } catch {
-    return null;
-  }
-}
 
 async function exists(p: string): Promise<boolean> {
   return stat(p).then(() => true, () => false);
@@ -44,7 +34,7 @@ export async function switchCurrent(root: string, version: string): Promise<void
  * when it was renamed, and a running service may have it open.
  */
 export async function publishStore(root: string, builtDir: string, version: string): Promise<{ previous: string | null; reused: boolean }> {
-  const previous = await readCurrent(root);
+  const previous = await readCurrentVersion(root);
   const target = join(root, version);
   let reused = false;
   if (await exists(target)) {
@@ -74,7 +64,7 @@ async function inUse(dir: string): Promise<boolean> {
 export async function pruneStores(root: string, keep: (string | null)[]): Promise<string[]> {
   const removed: string[] = [];
   for (const name of await readdir(root)) {
-    if (!STORE_DIR.test(name) || keep.includes(name)) continue;
+    if (!STORE_VERSION.test(name) || keep.includes(name)) continue;
     if (await inUse(join(root, name))) continue;
     await rm(join(root, name), { recursive: true, force: true });
     removed.push(name);

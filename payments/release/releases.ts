@@ -13,11 +13,12 @@
 // A store that does not open, or a dist/ that does not load, is refused (logged, counted in
 // lds_release_refused_total) and not tried again until CURRENT or dist/ changes again or SIGHUP.
 import { watch, type FSWatcher } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { stat } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { CatalogueDoc } from '../../contract/catalogue.ts';
 import { CURRENT_FILE, type UnitStoreReader } from '../../contract/store-format.ts';
+import { readCurrentVersion } from '../../contract/store-current.ts';
 import type { OtherVersions, StoreDrawService } from '../draw/store-service.ts';
 import { problems } from '../draw/problems.ts';
 import { createRequestValidator, type RequestValidator } from '../http/openapi-validate.ts';
@@ -54,16 +55,6 @@ export async function loadDist(distDir: string): Promise<{ site: StaticSite; cat
   const basePath = new URL(catalogue.base_url).pathname.replace(/\/$/, '');
   const validator = createRequestValidator(site.json(`${basePath}/specification`));
   return { site, catalogue, validator, basePath };
-}
-
-/** The store version CURRENT names (null: none, or not a store version). */
-export async function readCurrentVersion(storeRoot: string): Promise<string | null> {
-  try {
-    const v = (await readFile(join(storeRoot, CURRENT_FILE), 'utf8')).trim();
-    return /^store-[0-9a-f]{12}$/.test(v) ? v : null;
-  } catch {
-    return null;
-  }
 }
 
 /** dist/'s identity: a build renames a new folder into place, so inode and mtime change with each build. */
