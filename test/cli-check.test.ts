@@ -149,7 +149,7 @@ test('json: one document with every finding', async () => {
 });
 
 test('build refuses the same input with the same findings', async () => {
-  const { parent, src, expected } = await brokenCopy();
+  const { parent, expected } = await brokenCopy();
   const out = join(parent, 'dist');
   const r = lds(['build', '--no-store', '--local', '--src', 'catalog-src-copy', '--out', out, '--store-root', join(parent, 'store')], parent);
   assert.is(r.code, 1);

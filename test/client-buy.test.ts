@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { cliAsync, REPO, runAsync } from './helpers/build.ts';
 import { bearer, buildFixture, cents, postJson, refsByProduct, startTestServer, topUp, type TestServer } from './helpers/service-harness.ts';
-import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.ts';
+import { startFaultProxy } from './helpers/fault-proxy.ts';
 import { LdsClient, PolicyRefusal, ReceiptError, ServiceProblem, verifyJournal, type PaidDraw } from '../client/index.ts';
 import { generateReceiptKey, ReceiptSigner } from '../payments/receipts.ts';
 import { formatCents } from '../contract/money.ts';

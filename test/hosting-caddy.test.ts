@@ -7,7 +7,7 @@
 // fails during the switch, --rollback brings v1 back (helpers/publish-flow.ts).
 import * as assert from 'uvu/assert';
 import { readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { tempDir } from './helpers/build.ts';
 import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkPrecompressed, type Site } from './helpers/hosting-checks.ts';
 import { failLoudly, freePort, parseHeadersFile } from './helpers/nginx.ts';

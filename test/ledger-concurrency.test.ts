@@ -6,7 +6,6 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { rejects } from 'node:assert/strict';
-import type { DebitDrawResult, Ledger } from '../payments/ledger/ledger.ts';
 import { GroupCommitter, type BatchOp } from '../payments/ledger/level/commit.ts';
 import { BACKEND, debit, fund, openTestLedger } from './helpers/ledgers.ts';
 import { newBalanceToken } from '../payments/tokens.ts';
