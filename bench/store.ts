@@ -147,13 +147,13 @@ async function build(): Promise<Record<string, number | string>> {
     storeRoot: STORE,
     builtAt: '2026-11-01T00:00:00.000Z',
     skipBadRecords: false,
-    progress: (m) => console.error(`[build ${((performance.now() - t0) / 1000).toFixed(1)}s ${rss.now()}] ${m}`),
+    progress: (m) => console.error(`[build ${((performance.now() - t0) / 1000).toFixed(1)}s ${rss.now(m)}] ${m}`),
   });
   const seconds = (performance.now() - t0) / 1000;
   const peaks = rss.stop();
   const units = Object.values(res.products).reduce((s, p) => s + (p['eu.eurlex']?.units ?? 0), 0);
   console.error(res.report.split('\n').filter((l) => l.includes('svc-') || l.startsWith('unit store')).join('\n'));
-  return { store_version: res.store_version!, seconds, units_read: UNITS, units_per_s: UNITS / seconds, product_memberships: units, peak_rss_mb: process.resourceUsage().maxRSS / 1024, peak_rss_anon_mb: peaks.anon, peak_rss_file_mb: peaks.file, store_mb: (await du(join(STORE, res.store_version!))) / 2 ** 20 };
+  return { store_version: res.store_version!, seconds, units_read: UNITS, units_per_s: UNITS / seconds, product_memberships: units, peak_rss_mb: process.resourceUsage().maxRSS / 1024, peak_rss_anon_mb: peaks.anon, peak_rss_file_mb: peaks.file, peak_rss_anon_after: peaks.after.anon, peak_rss_file_after: peaks.after.file, store_mb: (await du(join(STORE, res.store_version!))) / 2 ** 20 };
 }
 
 /**
@@ -169,22 +169,26 @@ function rssSampler() {
     return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
   };
   const peak = { anon: 0, file: 0 };
+  // the progress line before each peak: which phase it came in
+  let phase = 'start';
+  const after = { anon: phase, file: phase };
   const sample = () => {
     const r = read();
-    peak.anon = Math.max(peak.anon, r.anon);
-    peak.file = Math.max(peak.file, r.file);
+    if (r.anon > peak.anon) [peak.anon, after.anon] = [r.anon, phase];
+    if (r.file > peak.file) [peak.file, after.file] = [r.file, phase];
     return r;
   };
   const timer = setInterval(sample, 500);
   return {
-    now: () => {
+    now: (msg: string) => {
       const r = sample();
+      phase = msg;
       return `anon ${r.anon.toFixed(0)} MiB, file ${r.file.toFixed(0)} MiB`;
     },
     stop: () => {
       clearInterval(timer);
       sample();
-      return { anon: Math.round(peak.anon), file: Math.round(peak.file) };
+      return { anon: Math.round(peak.anon), file: Math.round(peak.file), after };
     },
   };
 }
