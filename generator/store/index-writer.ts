@@ -24,6 +24,11 @@ import { mergeRuns, RunWriter } from './posting-runs.ts';
 
 if (endianness() !== 'LE') throw new Error('the unit store index is little-endian; this machine is not');
 
+/** writeTerm's work arrays for terms of up to `size` postings. */
+function workArrays(size: number) {
+  return { group: new Uint32Array(size), docids: new Uint32Array(size), sorted: new Uint32Array(size), impacts: new Float64Array(size) };
+}
+
 class Postings {
   buf = new Uint32Array(16);
   n = 0; // pairs
@@ -55,7 +60,7 @@ export class IndexWriter {
   private readonly watched = new Map<number, { query: string; terms: Set<string>; hits: Uint8Array | null; matches: number }>();
 
   /** Work arrays of writeTerm, grown to the largest term seen. */
-  private work = { group: new Uint32Array(0), docids: new Uint32Array(0), sorted: new Uint32Array(0), impacts: new Float64Array(0) };
+  private work = workArrays(0);
 
   constructor(
     productIds: string[],
@@ -158,7 +163,7 @@ export class IndexWriter {
       if (terms % 50_000 === 0) progress(`index: ${terms} terms, ${postings} postings`);
     });
     for (const w of this.watched.values()) w.hits = null;
-    this.work = { group: new Uint32Array(0), docids: new Uint32Array(0), sorted: new Uint32Array(0), impacts: new Float64Array(0) };
+    this.work = workArrays(0);
     return { terms, postings };
   }
 
@@ -174,10 +179,7 @@ export class IndexWriter {
 
   /** The work arrays, at least n long. */
   private workFor(n: number) {
-    if (this.work.group.length < n) {
-      const size = Math.max(n, this.work.group.length * 2);
-      this.work = { group: new Uint32Array(size), docids: new Uint32Array(size), sorted: new Uint32Array(size), impacts: new Float64Array(size) };
-    }
+    if (this.work.group.length < n) this.work = workArrays(Math.max(n, this.work.group.length * 2));
     return this.work;
   }
 

@@ -63,6 +63,11 @@ class RunReader {
   n = 0;
   done = false;
 
+  /** The current record's (product, term) as one number, ordered as the runs are. */
+  get key(): number {
+    return this.product * 2 ** 32 + this.term;
+  }
+
   constructor(private readonly fh: FileHandle) {}
 
   /** Makes at least `want` bytes (≤ BUFFER) available from `pos`, unless the file ends first. */
@@ -130,18 +135,17 @@ export async function mergeRuns(dir: string, term: (product: number, term: numbe
       let n = 0;
       for (const r of readers) {
         if (r.done) continue;
-        const k = r.product * 2 ** 32 + r.term;
-        if (k < key) {
-          key = k;
+        if (r.key < key) {
+          key = r.key;
           n = 0;
         }
-        if (k === key) n += r.n;
+        if (r.key === key) n += r.n;
       }
       if (key === Infinity) return;
       if (pairs.length < n * 2) pairs = new Uint32Array(Math.max(n * 2, pairs.length * 2));
       let at = 0;
       for (const r of readers) {
-        if (r.done || r.product * 2 ** 32 + r.term !== key) continue;
+        if (r.done || r.key !== key) continue;
         await r.pairsInto(pairs, at);
         at += r.n;
         await r.next();
