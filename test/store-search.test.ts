@@ -157,7 +157,8 @@ test('ranking equals brute-force BM25 over the product (score, then unit id)', a
 
 test('every reading strategy of the search gives the brute-force ranking', async () => {
   // The fixture lists are short enough to be read in one round; these settings make the reader
-  // read one chunk at a time, prune, and finish either from forward vectors or from the lists.
+  // read one chunk at a time, prune, and finish either from forward vectors or from the lists;
+  // `dense: 1` makes the per-document arrays grow during the search.
   const more: [string, string][] = [
     ['svc-agriculture-eu', 'regulation application council'],
     ['svc-agriculture-eu', 'council implementing regulation'],
@@ -168,7 +169,7 @@ test('every reading strategy of the search gives the brute-force ranking', async
   ];
   await store.close(); // one handle per store and process
   try {
-    for (const tuning of [{ round: 1, forwardCost: 0 }, { round: 1, forwardCost: 1e12 }, { round: 1, forwardCost: 30 }, { round: 200, forwardCost: 3 }]) {
+    for (const tuning of [{ round: 1, forwardCost: 0 }, { round: 1, forwardCost: 1e12, dense: 1 }, { round: 1, forwardCost: 30 }, { round: 200, forwardCost: 3, dense: 1 }]) {
       const s = await openUnitStore(root, tuning);
       try {
         for (const [pid, q] of [...cases, ...more]) {

@@ -3,10 +3,11 @@
 //
 // Search never loads a whole index: each term's postings are stored in impact order, in chunks
 // with an upper bound per chunk. The reader reads chunks in bound order, in a few large rounds,
-// accumulating bounds on each document's score in dense per-docid arrays; once no unread
-// document can enter the top `limit` it follows only the remaining candidates, and stops when
-// their scores are known (or when scoring the last undecided ones from their forward vectors is
-// cheaper than reading on). Exact scores are summed in query-term order from the impacts read;
+// accumulating bounds on each document's score in arrays indexed in the order documents are first
+// seen (a posting costs one random read of a per-docid map; the rest stays in cache); once no unread
+// document can enter the top `limit` it follows only the remaining candidates (a bit map filters
+// a frequent term's postings to them), and stops when their scores are known (or when scoring
+// the last undecided ones from their forward vectors is cheaper than reading on). Exact scores are summed in query-term order from the impacts read;
 // ties are broken by the store's ref order (o!), so no unit is read before the final `limit`.
 // Results equal a brute-force BM25: score descending, then unit reference ascending.
 import { readFile } from 'node:fs/promises';
@@ -61,6 +62,8 @@ const FORWARD_COST = 1000;
 const RESCAN_COST = 0.2;
 /** Postings read in the first round of a search; each later round reads as many as all before. */
 const ROUND = 4096;
+/** Documents a search's dense arrays hold at first; they double as needed and stay with the pool. */
+const DENSE = 1024;
 
 function bitCount(m: number): number {
   let c = 0;
@@ -68,7 +71,7 @@ function bitCount(m: number): number {
   return c;
 }
 
-function grow<T extends Float64Array | Uint32Array>(a: T): T {
+function grow<T extends Float64Array | Uint32Array | Int32Array>(a: T): T {
   const next = new (a.constructor as new (n: number) => T)(a.length * 2);
   next.set(a);
   return next;
@@ -111,137 +114,186 @@ export interface Hit {
 }
 
 /**
- * Per-docid scratch of one search, sized for every docid and returned to the pool zeroed.
- * lb[d] = score lower bound of document d (impacts seen so far); seen[d] = bit set of the query
- * terms it was seen in, plus HOT while it is on the list of documents that may be in the top k;
- * slot[d] = 1 + its row in the final scoring (0: none). (Two plain arrays beat one interleaved
- * Float64Array here: the posting loop is bound by memory access, and they are half its size.)
+ * Scratch of one search, returned to the pool with `local` and `marks` zeroed.
+ * Per docid (sized for every docid, so touched at random): local[d] = 1 + the document's index
+ * in the dense arrays below (0: not seen), and a bit map of the documents a scan follows.
+ * Per document seen, in the order first seen (grown as needed, never zeroed: a slot is written
+ * when its document is first seen): its docid, its score lower bound (impacts seen so far), the
+ * bit set of the query terms it was seen in plus HOT while it is on the list of documents that
+ * may be in the top k, and its row in the final scoring.
+ * A posting costs one random read of `local`; everything else a search does per document (the
+ * k-th best bound, pruning, scoring) runs over the dense arrays, which are small enough to stay
+ * in cache and are mostly read in order.
  */
 interface Scratch {
+  local: Int32Array;
+  // bit d set for the documents a scan follows: the candidates once phase 1 has closed, then the
+  // decided documents in phase 2. Small enough to stay in cache while scanning.
+  marks: Uint32Array;
+  ids: Uint32Array;
   lb: Float64Array;
   seen: Uint32Array;
-  slot: Int32Array;
-  marks: Uint32Array; // bit d set when slot[d] != 0: small enough to stay in cache while scanning
+  row: Int32Array;
 }
 
 const HOT = 0x80000000;
 const TERM_BITS = 0x7fffffff; // MAX_TERMS bits
 
 /**
- * The documents one search has seen (phase 1). Its hot loops are small methods of their own, so
- * V8 optimizes them after a few chunks instead of after many searches.
+ * The documents one search has seen (phase 1), as indices into the scratch's dense arrays. Its
+ * hot loops are small methods of their own, so V8 optimizes them after a few chunks instead of
+ * after many searches.
  * Before closing, the k-th best lower bound is taken over the "hot" documents only: those whose
  * lower bound reached the previous one (theta), which always include the k best.
  */
 class Seen {
-  docs = new Uint32Array(1024); // every document seen (to zero the scratch afterwards)
-  count = 0;
+  count = 0; // documents seen: dense indices 0 .. count-1
   hot = new Uint32Array(1024);
   nHot = 0;
   theta = -Infinity;
 
-  constructor(
-    private readonly lb: Float64Array,
-    private readonly seen: Uint32Array,
-  ) {}
+  constructor(private readonly s: Scratch) {}
 
   /** Adds a chunk's impacts (runs: impact, count, ...) for term `bit`, following new documents. */
   add(runs: Float64Array, docids: Uint32Array, bit: number): void {
-    const { lb, seen, theta } = this;
-    let { docs, count, hot, nHot } = this;
+    const { s, theta } = this;
+    const { local } = s;
+    let { ids, lb, seen } = s;
+    let { count, hot, nHot } = this;
     for (let r = 0, at = 0; r < runs.length; r += 2) {
       const impact = runs[r];
       for (const end = at + runs[r + 1]; at < end; at++) {
         const d = docids[at];
-        let m = seen[d];
-        if (m === 0) {
-          if (count === docs.length) docs = grow(docs);
-          docs[count++] = d;
+        let i = local[d] - 1;
+        let v = impact;
+        let m = bit;
+        if (i < 0) {
+          if (count === ids.length) {
+            this.growDense();
+            ({ ids, lb, seen } = s);
+          }
+          i = count++;
+          local[d] = count;
+          ids[i] = d;
+        } else {
+          v += lb[i];
+          m |= seen[i];
         }
-        const v = lb[d] + impact;
-        lb[d] = v;
-        m |= bit;
+        lb[i] = v;
         if (v >= theta && !(m & HOT)) {
           if (nHot === hot.length) hot = grow(hot);
-          hot[nHot++] = d;
+          hot[nHot++] = i;
           m |= HOT;
         }
-        seen[d] = m;
+        seen[i] = m;
       }
     }
-    this.docs = docs;
     this.count = count;
     this.hot = hot;
     this.nHot = nHot;
   }
 
-  /** Adds a chunk's impacts to documents already seen only. */
-  addSeen(runs: Float64Array, docids: Uint32Array, bit: number): void {
-    const { lb, seen } = this;
+  private growDense(): void {
+    const { s } = this;
+    s.ids = grow(s.ids);
+    s.lb = grow(s.lb);
+    s.seen = grow(s.seen);
+    s.row = grow(s.row);
+  }
+
+  /**
+   * Adds a chunk's impacts to the candidates only (bit set in `marks`). Once closed, most postings
+   * of a frequent term are of documents that are out: the bit test keeps them to a bit map that
+   * stays in cache.
+   */
+  addCandidates(runs: Float64Array, docids: Uint32Array, bit: number): void {
+    const { local, marks, lb, seen } = this.s;
     for (let r = 0, at = 0; r < runs.length; r += 2) {
       const impact = runs[r];
       for (const end = at + runs[r + 1]; at < end; at++) {
         const d = docids[at];
-        const m = seen[d];
-        if (m === 0) continue;
-        lb[d] += impact;
-        seen[d] = m | bit;
+        if (!((marks[d >>> 5] >>> (d & 31)) & 1)) continue;
+        const i = local[d] - 1;
+        lb[i] += impact;
+        seen[i] |= bit;
       }
     }
   }
 
   /** New threshold: documents below it leave the hot list (and rejoin if they reach it). */
   raise(theta: number): void {
-    const { lb, seen, hot } = this;
+    const { lb, seen } = this.s;
+    const { hot } = this;
     this.theta = theta;
     let n = 0;
     for (let i = 0; i < this.nHot; i++) {
-      const d = hot[i];
-      if (lb[d] >= theta) hot[n++] = d;
-      else seen[d] &= TERM_BITS;
+      const j = hot[i];
+      if (lb[j] >= theta) hot[n++] = j;
+      else seen[j] &= TERM_BITS;
     }
     this.nHot = n;
   }
 
   clear(): void {
-    for (let i = 0; i < this.count; i++) {
-      this.lb[this.docs[i]] = 0;
-      this.seen[this.docs[i]] = 0;
-    }
+    const { local, ids } = this.s;
+    for (let i = 0; i < this.count; i++) local[ids[i]] = 0;
   }
 }
 
 /**
  * Keeps the candidates whose upper bound (lower bound + what they may still gain) reaches
- * `threshold`, in place. Returns how many are kept, how many of them are undecided (may still
- * gain), and the terms those were not seen in.
+ * `threshold`, in place, and unmarks the others. Returns how many are kept, how many of them are
+ * undecided (may still gain), and the terms those were not seen in.
  */
-function prune(cand: Uint32Array, n: number, lb: Float64Array, seenOf: Uint32Array, table: Float64Array | null, gain: (seen: number) => number, threshold: number, pendingBits: number): [number, number, number] {
+function prune(cand: Uint32Array, n: number, { lb, seen: seenOf, ids, marks }: Scratch, table: Float64Array | null, gain: (seen: number) => number, threshold: number, pendingBits: number): [number, number, number] {
   let kept = 0;
   let open = 0;
   let need = 0;
   for (let i = 0; i < n; i++) {
-    const d = cand[i];
-    const seen = seenOf[d] & TERM_BITS;
+    const j = cand[i];
+    const seen = seenOf[j] & TERM_BITS;
     const g = table ? table[seen] : gain(seen);
-    if (lb[d] + g >= threshold) {
-      cand[kept++] = d;
+    if (lb[j] + g >= threshold) {
+      cand[kept++] = j;
       if (g > 0) {
         open++;
         need |= pendingBits & ~seen;
       }
+    } else {
+      const d = ids[j];
+      marks[d >>> 5] &= ~(1 << (d & 31));
     }
   }
   return [kept, open, need];
 }
 
-/** imp[(slot[d] - 1) * T + j] = impact of d in a chunk of term j, for the documents marked. */
-function collect(runs: Float64Array, docids: Uint32Array, marks: Uint32Array, slot: Int32Array, imp: Float64Array, T: number, j: number): void {
+/** 0, 1, ..., n - 1: every document seen, as the first candidate list. */
+function everyOne(n: number): Uint32Array<ArrayBuffer> {
+  const out = new Uint32Array(n);
+  for (let i = 0; i < n; i++) out[i] = i;
+  return out;
+}
+
+/** Marks the documents of the dense indices list[0 .. n). */
+function mark(list: Uint32Array | number[], n: number, { ids, marks }: Scratch): void {
+  for (let i = 0; i < n; i++) {
+    const d = ids[list[i]];
+    marks[d >>> 5] |= 1 << (d & 31);
+  }
+}
+
+/** Clears the marks of the documents of list[0 .. n), whole words: all marks are cleared together. */
+function unmark(list: Uint32Array | number[], n: number, { ids, marks }: Scratch): void {
+  for (let i = 0; i < n; i++) marks[ids[list[i]] >>> 5] = 0;
+}
+
+/** imp[row * T + j] = impact of d in a chunk of term j, for the documents marked. */
+function collect(runs: Float64Array, docids: Uint32Array, { marks, local, row }: Scratch, imp: Float64Array, T: number, j: number): void {
   for (let r = 0, at = 0; r < runs.length; r += 2) {
     const impact = runs[r];
     for (const end = at + runs[r + 1]; at < end; at++) {
       const d = docids[at];
-      if ((marks[d >>> 5] >>> (d & 31)) & 1) imp[(slot[d] - 1) * T + j] = impact;
+      if ((marks[d >>> 5] >>> (d & 31)) & 1) imp[row[local[d] - 1] * T + j] = impact;
     }
   }
 }
@@ -266,7 +318,8 @@ class LevelUnitStore implements UnitStoreReader {
 
   private borrow(): Scratch {
     const n = this.index.doc_count;
-    return this.pool.pop() ?? { lb: new Float64Array(n), seen: new Uint32Array(n), slot: new Int32Array(n), marks: new Uint32Array((n + 31) >>> 5) };
+    const { dense } = this.tuning;
+    return this.pool.pop() ?? { local: new Int32Array(n), marks: new Uint32Array((n + 31) >>> 5), ids: new Uint32Array(dense), lb: new Float64Array(dense), seen: new Uint32Array(dense), row: new Int32Array(dense) };
   }
 
   /** Reads what every search needs: the ref order. */
@@ -298,7 +351,7 @@ class LevelUnitStore implements UnitStoreReader {
     readonly meta: StoreMeta,
     private readonly licences: Record<string, UnitLicence>,
     private readonly index: StoreIndexMeta,
-    private readonly tuning: { round: number; forwardCost: number },
+    private readonly tuning: { round: number; forwardCost: number; dense: number },
   ) {}
 
   private toUnit(stored: StoredUnit): Unit {
@@ -357,18 +410,17 @@ class LevelUnitStore implements UnitStoreReader {
     // candidate's score is known, or when scoring the undecided ones from their forward vectors
     // is cheaper than reading on.
     const scratch = this.borrow();
-    const { lb, seen: seenOf, slot, marks } = scratch;
-    const st = new Seen(lb, seenOf);
+    const st = new Seen(scratch);
     let closed = false;
-    let cand = new Uint32Array(0); // once closed: documents that may still be in the top k
+    let cand = new Uint32Array(0); // once closed: the documents (dense indices) that may still be in the top k
     let nCand = 0;
     let open = 0; // candidates whose score is not known yet
     let read = 0; // postings read
     let need = 0; // bits of the terms worth reading on (all while not closed)
     for (const t of terms) need |= t.bit;
     const hits: Hit[] = [];
-    const openIds: number[] = [];
-    const decided: number[] = [];
+    const openIds: number[] = []; // docids
+    const decided: number[] = []; // dense indices
     try {
       for (;;) {
         // plan one round
@@ -400,13 +452,13 @@ class LevelUnitStore implements UnitStoreReader {
           t.read += docids.length;
           read += docids.length;
           if (!closed) st.add(runs, docids, bit);
-          else st.addSeen(runs, docids, bit); // documents not seen before cannot reach the top k any more
+          else st.addCandidates(runs, docids, bit); // documents not seen before cannot reach the top k any more
         }
         const more = terms.some((t) => need & t.bit && t.next < t.h.n.length);
         // kth = the k-th best lower bound (-Infinity if fewer than k documents). An unseen
         // document scores at most `unseen`; a seen one at most its lower bound plus the bounds
         // of the terms it was not seen in yet. Documents that cannot reach kth are out.
-        const kth = closed ? kthLargest(cand, nCand, lb, k) : st.nHot < k ? -Infinity : kthLargest(st.hot, st.nHot, lb, k);
+        const kth = closed ? kthLargest(cand, nCand, scratch.lb, k) : st.nHot < k ? -Infinity : kthLargest(st.hot, st.nHot, scratch.lb, k);
         const eps = 1e-9 * Math.max(1, Math.abs(kth)); // slack for summation order; exact scores decide below
         if (!closed) {
           const unseen = terms.reduce((s, t) => s + bound(t), 0);
@@ -415,8 +467,9 @@ class LevelUnitStore implements UnitStoreReader {
             continue;
           }
           closed = true;
-          cand = st.docs.slice(0, st.count);
           nCand = st.count;
+          cand = everyOne(nCand);
+          mark(cand, nCand, scratch);
         }
         // what a document may still gain, by the set of terms it was seen in
         const pending = terms.filter((t) => bound(t) > 0).map((t) => [t.bit, bound(t)] as const);
@@ -428,7 +481,7 @@ class LevelUnitStore implements UnitStoreReader {
           return g;
         };
         const table = terms.length <= 10 ? Float64Array.from({ length: 2 ** terms.length }, (_, m) => gain(m)) : null;
-        [nCand, open, need] = prune(cand, nCand, lb, seenOf, table, gain, kth - eps, pendingBits);
+        [nCand, open, need] = prune(cand, nCand, scratch, table, gain, kth - eps, pendingBits);
         if (open === 0) break;
         // Undecided candidates: read on, or score them from their forward vectors once that
         // costs no more than what was read so far or than reading the rest of the lists.
@@ -441,6 +494,8 @@ class LevelUnitStore implements UnitStoreReader {
       // a decided document seen in at most two terms (0 + a + b = 0 + b + a in floating point);
       // for the others the chunks read are scanned once more for the impacts, term by term.
       // (Or, when there are few of those, from their forward vectors: cheaper than a scan.)
+      unmark(cand, nCand, scratch); // phase 2 marks the decided ones
+      const { ids, lb, seen: seenOf, row, marks } = scratch;
       const T = terms.length;
       let multi = 0; // decided documents seen in three terms or more
       for (let i = 0; i < nCand; i++) {
@@ -450,32 +505,30 @@ class LevelUnitStore implements UnitStoreReader {
       const scanFirst = multi * this.tuning.forwardCost > read * RESCAN_COST;
       let rescan = false;
       for (let i = 0; i < nCand; i++) {
-        const d = cand[i];
-        const seen = seenOf[d] & TERM_BITS;
+        const j = cand[i];
+        const seen = seenOf[j] & TERM_BITS;
         const many = bitCount(seen) > 2;
-        if ((open > 0 && this.undecided(terms, seen)) || (many && !scanFirst)) openIds.push(d);
+        if ((open > 0 && this.undecided(terms, seen)) || (many && !scanFirst)) openIds.push(ids[j]);
         else {
-          decided.push(d);
-          slot[d] = decided.length;
-          marks[d >>> 5] |= 1 << (d & 31);
+          row[j] = decided.length;
+          decided.push(j);
+          marks[ids[j] >>> 5] |= 1 << (ids[j] & 31);
           if (many) rescan = true;
         }
       }
       const imp = new Float64Array(decided.length * T);
-      if (!rescan) decided.forEach((d, i) => (imp[i * T] = lb[d]));
+      if (!rescan) decided.forEach((j, i) => (imp[i * T] = lb[j]));
       else {
-        for (let j = 0; j < T; j++) for (const { runs, docids } of terms[j].chunks) collect(runs, docids, marks, slot, imp, T, j);
+        for (let t = 0; t < T; t++) for (const { runs, docids } of terms[t].chunks) collect(runs, docids, scratch, imp, T, t);
       }
-      decided.forEach((d, i) => {
+      decided.forEach((j, i) => {
         let score = 0;
-        for (let j = 0; j < T; j++) if (imp[i * T + j] > 0) score += imp[i * T + j];
-        hits.push({ score, docid: d, order: ranks[d] });
+        for (let t = 0; t < T; t++) if (imp[i * T + t] > 0) score += imp[i * T + t];
+        hits.push({ score, docid: ids[j], order: ranks[ids[j]] });
       });
     } finally {
-      for (const d of decided) {
-        slot[d] = 0;
-        marks[d >>> 5] = 0;
-      }
+      unmark(cand, nCand, scratch);
+      unmark(decided, decided.length, scratch);
       st.clear();
       this.pool.push(scratch);
     }
@@ -510,9 +563,10 @@ class LevelUnitStore implements UnitStoreReader {
 export interface OpenUnitStoreOptions {
   /** LevelDB block cache in bytes; small by default, the OS page cache does the rest. */
   cacheSize?: number;
-  /** Search tuning (tests use it to drive every path of the search): see ROUND, FORWARD_COST. */
+  /** Search tuning (tests use it to drive every path of the search): see ROUND, FORWARD_COST, DENSE. */
   round?: number;
   forwardCost?: number;
+  dense?: number;
   /** Open this store version (a `store-<12 hex>` folder of the root) instead of the one CURRENT names. */
   version?: string;
 }
@@ -564,6 +618,7 @@ export async function openUnitStore(storeRoot: string, opts: OpenUnitStoreOption
     const store = new LevelUnitStore(db, meta, json<Record<string, UnitLicence>>(l), index, {
       round: opts.round ?? ROUND,
       forwardCost: opts.forwardCost ?? FORWARD_COST,
+      dense: opts.dense ?? DENSE,
     });
     await store.ready();
     return store;
