@@ -7,8 +7,9 @@
 // seen (a posting costs one random read of a per-docid map; the rest stays in cache); once no unread
 // document can enter the top `limit` it follows only the remaining candidates (a bit map filters
 // a frequent term's postings to them), and stops when their scores are known (or when scoring
-// the last undecided ones from their forward vectors is cheaper than reading on). Exact scores are summed in query-term order from the impacts read;
-// ties are broken by the store's ref order (o!), so no unit is read before the final `limit`.
+// the last undecided ones from their forward vectors is cheaper than reading on). Exact scores
+// are summed in query-term order from the impacts read; ties are broken by the store's ref order
+// (o!), so no unit is read before the final `limit`.
 // Results equal a brute-force BM25: score descending, then unit reference ascending.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
