@@ -24,6 +24,7 @@ import {
   bm25Impact,
   decodeChunk,
   tokenize,
+  type ProductIndexStats,
   type StoreIndexMeta,
   type StoreMeta,
   type StoredUnit,
@@ -115,22 +116,24 @@ export interface Hit {
 }
 
 /**
- * Scratch of one search, returned to the pool with `local` and `marks` zeroed.
- * Per docid (sized for every docid, so touched at random): local[d] = 1 + the document's index
- * in the dense arrays below (0: not seen), and a bit map of the documents a scan follows.
+ * Scratch of one search, returned to the pool with `known` and `marks` zeroed.
+ * Per docid (sized for every docid): two bit maps, the documents seen (`known`) and the documents
+ * a scan follows (`marks`: the candidates once phase 1 has closed, then the decided documents in
+ * phase 2), and local[d], the document's index in the dense arrays below, valid only where its
+ * `known` bit is set (so it is never cleared).
  * Per document seen, in the order first seen (grown as needed, never zeroed: a slot is written
  * when its document is first seen): its docid, its score lower bound (impacts seen so far), the
  * bit set of the query terms it was seen in plus HOT while it is on the list of documents that
  * may be in the top k, and its row in the final scoring.
- * A posting costs one random read of `local`; everything else a search does per document (the
- * k-th best bound, pruning, scoring) runs over the dense arrays, which are small enough to stay
- * in cache and are mostly read in order.
+ * Why: a frequent term's postings are mostly documents not seen before, at random docids. The bit
+ * maps (1/32 of the docids' size) stay in cache where a per-docid number array would not, so a
+ * new document costs a bit test and a write; everything else a search does per document (the
+ * k-th best bound, pruning, scoring) runs over the dense arrays, in cache and mostly in order.
  */
 interface Scratch {
-  local: Int32Array;
-  // bit d set for the documents a scan follows: the candidates once phase 1 has closed, then the
-  // decided documents in phase 2. Small enough to stay in cache while scanning.
+  known: Uint32Array;
   marks: Uint32Array;
+  local: Int32Array;
   ids: Uint32Array;
   lb: Float64Array;
   seen: Uint32Array;
@@ -153,30 +156,34 @@ class Seen {
   nHot = 0;
   theta = -Infinity;
 
-  constructor(private readonly s: Scratch) {}
+  constructor(readonly s: Scratch) {}
 
   /** Adds a chunk's impacts (runs: impact, count, ...) for term `bit`, following new documents. */
   add(runs: Float64Array, docids: Uint32Array, bit: number): void {
     const { s, theta } = this;
-    const { local } = s;
+    const { known, local } = s;
     let { ids, lb, seen } = s;
     let { count, hot, nHot } = this;
     for (let r = 0, at = 0; r < runs.length; r += 2) {
       const impact = runs[r];
       for (const end = at + runs[r + 1]; at < end; at++) {
         const d = docids[at];
-        let i = local[d] - 1;
+        const w = d >>> 5;
+        const b = 1 << (d & 31);
+        let i: number;
         let v = impact;
         let m = bit;
-        if (i < 0) {
+        if (!(known[w] & b)) {
           if (count === ids.length) {
             this.growDense();
             ({ ids, lb, seen } = s);
           }
+          known[w] |= b;
           i = count++;
-          local[d] = count;
+          local[d] = i;
           ids[i] = d;
         } else {
+          i = local[d];
           v += lb[i];
           m |= seen[i];
         }
@@ -214,7 +221,7 @@ class Seen {
       for (const end = at + runs[r + 1]; at < end; at++) {
         const d = docids[at];
         if (!((marks[d >>> 5] >>> (d & 31)) & 1)) continue;
-        const i = local[d] - 1;
+        const i = local[d];
         lb[i] += impact;
         seen[i] |= bit;
       }
@@ -236,8 +243,10 @@ class Seen {
   }
 
   clear(): void {
-    const { local, ids } = this.s;
-    for (let i = 0; i < this.count; i++) local[ids[i]] = 0;
+    const { known, ids } = this.s;
+    // one word per document, or the whole map when that is less to write
+    if (this.count > known.length / 8) known.fill(0);
+    else for (let i = 0; i < this.count; i++) known[ids[i] >>> 5] = 0;
   }
 }
 
@@ -294,7 +303,7 @@ function collect(runs: Float64Array, docids: Uint32Array, { marks, local, row }:
     const impact = runs[r];
     for (const end = at + runs[r + 1]; at < end; at++) {
       const d = docids[at];
-      if ((marks[d >>> 5] >>> (d & 31)) & 1) imp[row[local[d] - 1] * T + j] = impact;
+      if ((marks[d >>> 5] >>> (d & 31)) & 1) imp[row[local[d]] * T + j] = impact;
     }
   }
 }
@@ -320,7 +329,7 @@ class LevelUnitStore implements UnitStoreReader {
   private borrow(): Scratch {
     const n = this.index.doc_count;
     const { dense } = this.tuning;
-    return this.pool.pop() ?? { local: new Int32Array(n), marks: new Uint32Array((n + 31) >>> 5), ids: new Uint32Array(dense), lb: new Float64Array(dense), seen: new Uint32Array(dense), row: new Int32Array(dense) };
+    return this.pool.pop() ?? { known: new Uint32Array((n + 31) >>> 5), marks: new Uint32Array((n + 31) >>> 5), local: new Int32Array(n), ids: new Uint32Array(dense), lb: new Float64Array(dense), seen: new Uint32Array(dense), row: new Int32Array(dense) };
   }
 
   /** Reads what every search needs: the ref order. */
@@ -534,20 +543,26 @@ class LevelUnitStore implements UnitStoreReader {
       this.pool.push(scratch);
     }
     if (openIds.length > 0) {
-      const avgdl = stats.total_len / stats.docs;
-      const ids = terms.map((t) => t.h.id);
-      const tfs = new Array<number>(terms.length).fill(0);
-      const vectors = await this.db.getMany(openIds.map((d) => KEY.forward(d)));
-      vectors.forEach((v, i) => {
-        if (!v) throw new Error(`unit store ${this.meta.store_version}: missing forward vector of document ${openIds[i]}`);
-        const dl = scanForward(v, ids, tfs);
-        let score = 0;
-        for (let j = 0; j < terms.length; j++) if (tfs[j] > 0) score += bm25Impact(terms[j].idf, tfs[j], dl, avgdl);
-        hits.push({ score, docid: openIds[i], order: ranks[openIds[i]] });
-      });
+      const scores = await this.forwardScores(terms, stats, openIds);
+      openIds.forEach((d, i) => hits.push({ score: scores[i], docid: d, order: ranks[d] }));
     }
     hits.sort((a, b) => b.score - a.score || a.order - b.order);
     return hits.slice(0, k);
+  }
+
+  /** Exact BM25 scores of documents from their forward vectors, summed in query-term order. */
+  private async forwardScores(terms: TermState[], stats: ProductIndexStats, docids: number[]): Promise<number[]> {
+    const avgdl = stats.total_len / stats.docs;
+    const ids = terms.map((t) => t.h.id);
+    const tfs = new Array<number>(terms.length).fill(0);
+    const vectors = await this.db.getMany(docids.map((d) => KEY.forward(d)));
+    return vectors.map((v, i) => {
+      if (!v) throw new Error(`unit store ${this.meta.store_version}: missing forward vector of document ${docids[i]}`);
+      const dl = scanForward(v, ids, tfs);
+      let score = 0;
+      for (let j = 0; j < terms.length; j++) if (tfs[j] > 0) score += bm25Impact(terms[j].idf, tfs[j], dl, avgdl);
+      return score;
+    });
   }
 
   /** true when a document seen in the terms `seen` may still have impacts in unread postings. */
