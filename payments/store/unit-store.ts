@@ -4,12 +4,14 @@
 // Search never loads a whole index: each term's postings are stored in impact order, in chunks
 // with an upper bound per chunk. The reader reads chunks in bound order, in a few large rounds,
 // accumulating bounds on each document's score in arrays indexed in the order documents are first
-// seen (a posting costs one random read of a per-docid map; the rest stays in cache); once no unread
-// document can enter the top `limit` it follows only the remaining candidates (a bit map filters
-// a frequent term's postings to them), and stops when their scores are known (or when scoring
-// the last undecided ones from their forward vectors is cheaper than reading on). Exact scores
-// are summed in query-term order from the impacts read; ties are broken by the store's ref order
-// (o!), so no unit is read before the final `limit`.
+// seen (a bit map in cache says whether a posting's document is new). Once no unread document can
+// enter the top `limit` it follows only the remaining candidates (a bit map filters a frequent
+// term's postings to them), and stops when their scores are known, or when scoring the last
+// undecided ones from their forward vectors is cheaper than reading on. While it reads, the exact
+// scores of the k best documents so far (from their forward vectors, when that costs no more than
+// what was read) give a higher threshold than their lower bounds, so it closes sooner. Exact
+// scores are summed in query-term order; ties are broken by the store's ref order (o!), so no unit
+// is read before the final `limit`.
 // Results equal a brute-force BM25: score descending, then unit reference ascending.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -277,6 +279,24 @@ function prune(cand: Uint32Array, n: number, { lb, seen: seenOf, ids, marks }: S
   return [kept, open, need];
 }
 
+/** The (at most) k entries of ids[0 .. n) with the largest lb, best first. */
+function topK(ids: Uint32Array, n: number, lb: Float64Array, k: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const j = ids[i];
+    const v = lb[j];
+    if (out.length === k) {
+      if (v <= lb[out[k - 1]]) continue;
+      out.pop();
+    }
+    let at = out.length;
+    out.push(j);
+    for (; at > 0 && lb[out[at - 1]] < v; at--) out[at] = out[at - 1];
+    out[at] = j;
+  }
+  return out;
+}
+
 /** 0, 1, ..., n - 1: every document seen, as the first candidate list. */
 function everyOne(n: number): Uint32Array<ArrayBuffer> {
   const out = new Uint32Array(n);
@@ -428,6 +448,8 @@ class LevelUnitStore implements UnitStoreReader {
     let read = 0; // postings read
     let need = 0; // bits of the terms worth reading on (all while not closed)
     for (const t of terms) need |= t.bit;
+    const exact = new Map<number, number>(); // docid -> exact score, of documents scored early
+    let exactKth = -Infinity; // the k-th best of those: a lower bound of the final k-th score
     const hits: Hit[] = [];
     const openIds: number[] = []; // docids
     const decided: number[] = []; // dense indices
@@ -468,12 +490,23 @@ class LevelUnitStore implements UnitStoreReader {
         // kth = the k-th best lower bound (-Infinity if fewer than k documents). An unseen
         // document scores at most `unseen`; a seen one at most its lower bound plus the bounds
         // of the terms it was not seen in yet. Documents that cannot reach kth are out.
-        const kth = closed ? kthLargest(cand, nCand, scratch.lb, k) : st.nHot < k ? -Infinity : kthLargest(st.hot, st.nHot, scratch.lb, k);
+        const kthBound = closed ? kthLargest(cand, nCand, scratch.lb, k) : st.nHot < k ? -Infinity : kthLargest(st.hot, st.nHot, scratch.lb, k);
+        let kth = kthBound;
+        if (!closed) {
+          const unseen = terms.reduce((s, t) => s + bound(t), 0);
+          // Not closing yet: the k best lower bounds lack the impacts of terms not read that far.
+          // The exact scores of the k best documents so far (forward vectors) are a higher lower
+          // bound of the final k-th score, and close the reading sooner.
+          if (more && !(unseen < Math.max(kth, exactKth) - 1e-9 * Math.max(1, Math.abs(unseen)))) {
+            exactKth = Math.max(exactKth, await this.exactKth(terms, stats, st, exact, k, read));
+          }
+        }
+        kth = Math.max(kth, exactKth);
         const eps = 1e-9 * Math.max(1, Math.abs(kth)); // slack for summation order; exact scores decide below
         if (!closed) {
           const unseen = terms.reduce((s, t) => s + bound(t), 0);
           if (more && !(unseen < kth - eps)) {
-            st.raise(kth);
+            st.raise(kthBound); // the hot list follows the bounds: exactKth picks its documents from it
             continue;
           }
           closed = true;
@@ -563,6 +596,26 @@ class LevelUnitStore implements UnitStoreReader {
       for (let j = 0; j < terms.length; j++) if (tfs[j] > 0) score += bm25Impact(terms[j].idf, tfs[j], dl, avgdl);
       return score;
     });
+  }
+
+  /**
+   * The k-th best exact score known: of the k documents with the best lower bounds (scored from
+   * their forward vectors, unless seen in every term: then the bound is the score) and of those
+   * scored before (`exact`, which it extends). Scores only while the forward vectors cost no more
+   * than the postings read so far; -Infinity with fewer than k scores.
+   */
+  private async exactKth(terms: TermState[], stats: ProductIndexStats, st: Seen, exact: Map<number, number>, k: number, read: number): Promise<number> {
+    const { lb, seen, ids } = st.s;
+    let all = 0;
+    for (const t of terms) all |= t.bit;
+    const best = topK(st.hot, st.nHot, lb, k);
+    const missing = best.map((j) => ids[j]).filter((d, i) => !exact.has(d) && (seen[best[i]] & TERM_BITS) !== all);
+    if (missing.length * this.tuning.forwardCost > read) return -Infinity;
+    const scores = missing.length ? await this.forwardScores(terms, stats, missing) : [];
+    missing.forEach((d, i) => exact.set(d, scores[i]));
+    const known = new Map(exact); // per document once: a bound that is already the score counts once
+    for (const j of best) if ((seen[j] & TERM_BITS) === all && !known.has(ids[j])) known.set(ids[j], lb[j]);
+    return known.size < k ? -Infinity : [...known.values()].sort((a, b) => b - a)[k - 1];
   }
 
   /** true when a document seen in the terms `seen` may still have impacts in unread postings. */
