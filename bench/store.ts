@@ -153,7 +153,7 @@ async function build(): Promise<Record<string, number | string>> {
   const peaks = rss.stop();
   const units = Object.values(res.products).reduce((s, p) => s + (p['eu.eurlex']?.units ?? 0), 0);
   console.error(res.report.split('\n').filter((l) => l.includes('svc-') || l.startsWith('unit store')).join('\n'));
-  return { store_version: res.store_version!, seconds, units_read: UNITS, units_per_s: UNITS / seconds, product_memberships: units, peak_rss_mb: process.resourceUsage().maxRSS / 1024, peak_rss_anon_mb: peaks.anon, peak_rss_file_mb: peaks.file, peak_rss_anon_after: peaks.after.anon, peak_rss_file_after: peaks.after.file, store_mb: (await du(join(STORE, res.store_version!))) / 2 ** 20 };
+  return { store_version: res.store_version!, seconds, units_read: UNITS, units_per_s: UNITS / seconds, product_memberships: units, peak_rss_mb: process.resourceUsage().maxRSS / 1024, peak_rss_anon_mb: peaks.anon, peak_rss_file_mb: peaks.file, peak_rss_anon_after: peaks.after.anon, peak_rss_anon_parts: peaks.parts, peak_rss_file_after: peaks.after.file, store_mb: (await du(join(STORE, res.store_version!))) / 2 ** 20 };
 }
 
 /**
@@ -161,6 +161,8 @@ async function build(): Promise<Record<string, number | string>> {
  * (the JS heap, native buffers, LevelDB's memtables and caches) and file pages (LevelDB reads its
  * table files through mmap, so every page of a table it reads counts in RSS until the file is
  * closed, although the kernel can drop it at any time). maxRSS alone cannot tell the two apart.
+ * At the anonymous peak it also keeps how much of it was the V8 heap and array buffers (the rest is
+ * native: LevelDB's memtables, caches and compaction buffers, malloc's arenas).
  */
 function rssSampler() {
   const read = () => {
@@ -169,12 +171,18 @@ function rssSampler() {
     return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
   };
   const peak = { anon: 0, file: 0 };
+  let parts = '';
   // the progress line before each peak: which phase it came in
   let phase = 'start';
   const after = { anon: phase, file: phase };
   const sample = () => {
     const r = read();
-    if (r.anon > peak.anon) [peak.anon, after.anon] = [r.anon, phase];
+    if (r.anon > peak.anon) {
+      [peak.anon, after.anon] = [r.anon, phase];
+      const m = process.memoryUsage();
+      const mib = (b: number) => (b / 2 ** 20).toFixed(0);
+      parts = `V8 heap ${mib(m.heapTotal)} MiB, array buffers ${mib(m.arrayBuffers)} MiB, other native ${mib(r.anon * 2 ** 20 - m.heapTotal - m.arrayBuffers)} MiB`;
+    }
     if (r.file > peak.file) [peak.file, after.file] = [r.file, phase];
     return r;
   };
@@ -188,7 +196,7 @@ function rssSampler() {
     stop: () => {
       clearInterval(timer);
       sample();
-      return { anon: Math.round(peak.anon), file: Math.round(peak.file), after };
+      return { anon: Math.round(peak.anon), file: Math.round(peak.file), after, parts };
     },
   };
 }
