@@ -98,8 +98,12 @@ function routingNotes(
 }
 
 const openDb = async (dir: string, big: boolean): Promise<Db> => {
-  // Large write buffer and files for the store: fewer, bigger sorted tables. Scratch data is
-  // short-lived, so it skips compression.
+  // A large write buffer for the store: fewer, bigger level-0 tables. Scratch data is short-lived,
+  // so it skips compression. Tables of 16 MiB, not larger: LevelDB reads a compaction's inputs
+  // (up to 25 tables' worth) through mmap, and those pages count in the build's RSS until the
+  // inputs are deleted. With 64 MiB tables the 5M-unit benchmark build peaked at ~1 GiB of such
+  // pages; with 16 MiB at 0.28 GiB, in the same time (BENCHMARKS.md). The reader keeps up to 1,000
+  // tables open (classic-level's default): ~16 GB of store, about 6M units.
   const db = new Level<string, Uint8Array>(dir, {
     keyEncoding: 'utf8',
     valueEncoding: 'view',
@@ -107,7 +111,7 @@ const openDb = async (dir: string, big: boolean): Promise<Db> => {
     errorIfExists: true,
     compression: big,
     writeBufferSize: big ? 32 << 20 : 16 << 20,
-    maxFileSize: big ? 64 << 20 : 16 << 20,
+    maxFileSize: 16 << 20,
     cacheSize: 4 << 20,
   });
   await db.open();
