@@ -6,7 +6,7 @@
 //      descriptors of a real act, so routing works as it does on real data;
 //   2. baseline: a plain stream-parse of the same JSONL (readline + JSON.parse);
 //   3. builds the unit store from it with the real build (buildUnitStore);
-//   4. runs a fixed set of 100 queries against the store (p50/p95/p99, RSS), then 200 reference
+//   4. runs a fixed set of 100 queries against the store (p50/p95/p99, the slowest five, RSS), then 200 reference
 //      draws of 10 refs each (seeded, random acts routed to the product: what a paid draw by unit
 //      list reads), each pass twice;
 //   5. baseline: the same queries over the same product's pivot texts with MiniSearch in memory.
@@ -224,6 +224,7 @@ async function query(): Promise<Record<string, unknown>> {
   const store = await openUnitStore(STORE);
   const passes: Record<string, unknown>[] = [];
   let hits = 0;
+  let slowest: string[] = [];
   for (let pass = 0; pass < 2; pass++) {
     const ms: number[] = [];
     for (const q of queries) {
@@ -233,6 +234,8 @@ async function query(): Promise<Record<string, unknown>> {
       if (pass === 0) hits += res.length;
     }
     passes.push(latencies(ms));
+    // where the tail is: the slowest queries of the second pass
+    slowest = queries.map((q, i) => [q, ms[i]] as const).sort((a, b) => b[1] - a[1]).slice(0, 5).map(([q, t]) => `${q} (${t.toFixed(1)} ms)`);
   }
   const again = (await store.search(PRODUCT, queries[0], 10)).map((u) => u.ref);
   // Reference draws: 10 refs of random acts routed to the product (decided from the acts file and
@@ -252,7 +255,7 @@ async function query(): Promise<Record<string, unknown>> {
   }
   await store.close();
   if (found !== draws.length * 10) throw new Error(`reference draws found ${found} of ${draws.length * 10} units: the acts routed to ${PRODUCT} are not what the store holds`);
-  return { product: PRODUCT, queries: queries.length, limit: 10, results: hits, first_pass: passes[0], second_pass: passes[1], ref_draws: draws.length, ref_first_pass: refPasses[0], ref_second_pass: refPasses[1], rss_before_open_mb: rssBefore, peak_rss_mb: process.resourceUsage().maxRSS / 1024, sample: { query: queries[0], top: again.slice(0, 3) } };
+  return { product: PRODUCT, queries: queries.length, limit: 10, results: hits, first_pass: passes[0], second_pass: passes[1], slowest_second_pass: slowest, ref_draws: draws.length, ref_first_pass: refPasses[0], ref_second_pass: refPasses[1], rss_before_open_mb: rssBefore, peak_rss_mb: process.resourceUsage().maxRSS / 1024, sample: { query: queries[0], top: again.slice(0, 3) } };
 }
 
 /** The celex ids of the synthetic acts routed to PRODUCT (by the real routing rules). */
@@ -400,6 +403,7 @@ if (phase === 'curve') {
     `| query p50 / p95 / p99 (${q.queries} queries, limit 10, ${q.product}; 2nd pass) | ${lat(q.second_pass)} ms | ${m ? `MiniSearch: ${lat(m.second_pass)} ms` : none} |`,
     `| query p50 / p95 / p99 (1st pass, store just opened) | ${lat(q.first_pass)} ms | ${m ? `MiniSearch: ${lat(m.first_pass)} ms` : none} |`,
     `| reference draw (10 refs) p50 / p95 / p99, 1st / 2nd pass (${q.ref_draws} draws) | ${lat(q.ref_first_pass)} / ${lat(q.ref_second_pass)} ms | |`,
+    `| query: slowest of the 2nd pass | ${q.slowest_second_pass.join('; ')} | |`,
     `| query process peak RSS | ${f(q.peak_rss_mb, 0)} MiB | ${m ? `MiniSearch: ${f(m.peak_rss_mb, 0)} MiB (${m.docs} docs indexed in ${f(m.index_seconds)} s)` : none} |`,
     '',
     `store ${b.store_version}; ${b.product_memberships} unit-product memberships; sample query "${q.sample.query}" -> ${q.sample.top.join(', ')}`,
