@@ -6,9 +6,9 @@
 //      descriptors of a real act, so routing works as it does on real data;
 //   2. baseline: a plain stream-parse of the same JSONL (readline + JSON.parse);
 //   3. builds the unit store from it with the real build (buildUnitStore);
-//   4. runs a fixed set of 100 queries against the store (p50/p95/p99, the slowest five, RSS), then 200 reference
-//      draws of 10 refs each (seeded, random acts routed to the product: what a paid draw by unit
-//      list reads), each pass twice;
+//   4. runs a fixed set of 100 queries against the store (p50/p95/p99, the slowest five, RSS),
+//      then 200 reference draws of 10 refs each (seeded, random acts routed to the product: what a
+//      paid draw by unit list reads), each pass twice;
 //   5. baseline: the same queries over the same product's pivot texts with MiniSearch in memory.
 // Every phase runs in its own child process so each peak RSS is that phase's alone.
 // `npm run bench:store -- curve 100000 1000000 5000000` prints the growth curve from the result.json
