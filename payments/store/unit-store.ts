@@ -13,9 +13,9 @@
 // scores are summed in query-term order; ties are broken by the store's ref order (o!), so no unit
 // is read before the final `limit`.
 // Results equal a brute-force BM25: score descending, then unit reference ascending.
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Level } from 'level';
+import { readCurrentVersion } from '../../contract/store-current.ts';
 import {
   CURRENT_FILE,
   KEY,
@@ -492,8 +492,9 @@ class LevelUnitStore implements UnitStoreReader {
         // of the terms it was not seen in yet. Documents that cannot reach kth are out.
         const kthBound = closed ? kthLargest(cand, nCand, scratch.lb, k) : st.nHot < k ? -Infinity : kthLargest(st.hot, st.nHot, scratch.lb, k);
         let kth = kthBound;
+        // what an unseen document may still score: the bounds of every term's unread postings
+        const unseen = closed ? 0 : terms.reduce((s, t) => s + bound(t), 0);
         if (!closed) {
-          const unseen = terms.reduce((s, t) => s + bound(t), 0);
           // Not closing yet: the k best lower bounds lack the impacts of terms not read that far.
           // The exact scores of the k best documents so far (forward vectors) are a higher lower
           // bound of the final k-th score, and close the reading sooner.
@@ -504,7 +505,6 @@ class LevelUnitStore implements UnitStoreReader {
         kth = Math.max(kth, exactKth);
         const eps = 1e-9 * Math.max(1, Math.abs(kth)); // slack for summation order; exact scores decide below
         if (!closed) {
-          const unseen = terms.reduce((s, t) => s + bound(t), 0);
           if (more && !(unseen < kth - eps)) {
             st.raise(kthBound); // the hot list follows the bounds: exactKth picks its documents from it
             continue;
@@ -645,15 +645,8 @@ export class UnitStoreLockedError extends Error {}
 
 /** Opens the store that <storeRoot>/CURRENT names. Throws with a clear message when there is none. */
 export async function openUnitStore(storeRoot: string, opts: OpenUnitStoreOptions = {}): Promise<UnitStoreReader & { rank: LevelUnitStore['rank'] }> {
-  let version: string;
-  if (opts.version !== undefined) version = opts.version;
-  else {
-    try {
-      version = (await readFile(join(storeRoot, CURRENT_FILE), 'utf8')).trim();
-    } catch {
-      throw new Error(`no unit store in ${storeRoot} (no ${CURRENT_FILE} file): build it first (npm run build)`);
-    }
-  }
+  const version = opts.version ?? (await readCurrentVersion(storeRoot));
+  if (version === null) throw new Error(`no unit store in ${storeRoot} (no ${CURRENT_FILE} file naming a store version): build it first (npm run build)`);
   // The service only reads; LevelDB still takes a lock, which also tells the build's pruning that
   // this store is in use.
   const db: Db = new Level<string, Uint8Array>(join(storeRoot, version), {
