@@ -62,22 +62,91 @@ export interface MetricsOptions {
   processMetrics?: boolean;
 }
 
-/**
- * `make(...labelValues)`, made once per set of label values: the hot paths look labelled children
- * up by one string instead of having prom-client hash a label object on every call. Bounded like
- * the label values themselves.
- */
-function perLabels<T>(make: (...values: string[]) => T): (...values: string[]) => T {
-  const made = new Map<string, T>();
-  return (...values) => {
-    const key = values.join('\n');
-    let v = made.get(key);
-    if (v === undefined) made.set(key, (v = make(...values)));
-    return v;
-  };
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** One set of label values of a counter: add to `value`. */
+interface CounterCell {
+  value: number;
 }
 
-const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+type Sample = { labels: Record<string, string | number>; value: number; metricName?: string };
+
+/**
+ * Counters and histograms for the paths every request or draw takes, kept in plain cells:
+ * `cell(...labelValues)` is a Map look-up, and counting is an addition. prom-client's labelled
+ * children validate and hash their label object on every call instead (two calls per request
+ * were 8 % of a 304's CPU, BENCHMARKS.md). The registry reads these at scrape time through the
+ * interface its own metrics have (name, help, type, aggregator, get, reset) and formats them the
+ * same way, default labels included. Label values are bounded sets, so the cells are too.
+ */
+class CellMetrics {
+  constructor(private readonly registry: Registry) {}
+
+  counter(name: string, help: string, labelNames: readonly string[]): (...values: string[]) => CounterCell {
+    const cells = new Map<string, { labels: Record<string, string>; cell: CounterCell }>();
+    this.register(name, help, 'counter', cells, () => [...cells.values()].map(({ labels, cell }) => ({ labels, value: cell.value })));
+    return this.lookup(cells, labelNames, () => ({ value: 0 }));
+  }
+
+  histogram(name: string, help: string, labelNames: readonly string[], bounds: readonly number[]): (...values: string[]) => HistogramCell {
+    const cells = new Map<string, { labels: Record<string, string>; cell: HistogramCell }>();
+    this.register(name, help, 'histogram', cells, () =>
+      [...cells.values()].flatMap(({ labels, cell }) => {
+        let acc = 0;
+        return [
+          ...bounds.map((le, i) => ({ metricName: `${name}_bucket`, labels: { ...labels, le }, value: (acc += cell.buckets[i]) })),
+          { metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: cell.count },
+          { metricName: `${name}_sum`, labels, value: cell.sum },
+          { metricName: `${name}_count`, labels, value: cell.count },
+        ];
+      }),
+    );
+    return this.lookup(cells, labelNames, () => new HistogramCell(bounds));
+  }
+
+  private lookup<C>(cells: Map<string, { labels: Record<string, string>; cell: C }>, labelNames: readonly string[], make: () => C): (...values: string[]) => C {
+    return (...values) => {
+      const key = values.join('\n');
+      let entry = cells.get(key);
+      if (entry === undefined) {
+        const labels: Record<string, string> = {};
+        labelNames.forEach((n, i) => (labels[n] = values[i]));
+        cells.set(key, (entry = { labels, cell: make() }));
+      }
+      return entry.cell;
+    };
+  }
+
+  private register(name: string, help: string, type: 'counter' | 'histogram', cells: Map<string, unknown>, values: () => Sample[]): void {
+    const metric = { name, help, type, aggregator: 'sum', get: async () => ({ name, help, type, aggregator: 'sum', values: values() }), reset: () => cells.clear() };
+    // The registry's parameter type is the union of prom-client's classes; it calls only what `metric` has.
+    this.registry.registerMetric(metric as unknown as Counter);
+  }
+}
+
+/** One set of label values of a histogram: counts per bucket (not cumulative: the export sums them), sum and count. */
+class HistogramCell {
+  readonly buckets: Float64Array;
+  sum = 0;
+  count = 0;
+
+  constructor(private readonly bounds: readonly number[]) {
+    this.buckets = new Float64Array(bounds.length);
+  }
+
+  observe(v: number): void {
+    this.sum += v;
+    this.count++;
+    const { bounds } = this;
+    for (let i = 0; i < bounds.length; i++) {
+      if (v <= bounds[i]) {
+        this.buckets[i]++;
+        return;
+      }
+    }
+  }
+}
+
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 
 export function createMetrics(o: MetricsOptions): Metrics {
@@ -88,16 +157,17 @@ export function createMetrics(o: MetricsOptions): Metrics {
   const product = (id: string) => (products.has(id) ? id : 'other');
   const registers = [registry];
 
-  const requests = new Counter({ name: 'lds_http_requests_total', help: 'HTTP requests answered, by route template and status.', labelNames: ['method', 'route', 'status'], registers });
-  const duration = new Histogram({ name: 'lds_http_request_duration_seconds', help: 'HTTP request duration, by route template and status.', labelNames: ['method', 'route', 'status'], buckets: LATENCY_BUCKETS, registers });
-  const quotes = new Counter({ name: 'lds_quotes_total', help: 'Quotes given (402 answers of POST /lds/draw), by product.', labelNames: ['product'], registers });
-  const draws = new Counter({ name: 'lds_paid_draws_total', help: 'Paid draws delivered (first delivery; replays of a paid quote are not counted), by product.', labelNames: ['product'], registers });
-  const units = new Counter({ name: 'lds_units_sold_total', help: 'Units delivered by paid draws, by product.', labelNames: ['product'], registers });
-  const centsSold = new Counter({ name: 'lds_sold_cents_total', help: 'Money taken by paid draws, in cents, by product and currency.', labelNames: ['product', 'currency'], registers });
+  const cells = new CellMetrics(registry);
+  const requests = cells.counter('lds_http_requests_total', 'HTTP requests answered, by route template and status.', ['method', 'route', 'status']);
+  const duration = cells.histogram('lds_http_request_duration_seconds', 'HTTP request duration, by route template and status.', ['method', 'route', 'status'], LATENCY_BUCKETS);
+  const quotes = cells.counter('lds_quotes_total', 'Quotes given (402 answers of POST /lds/draw), by product.', ['product']);
+  const draws = cells.counter('lds_paid_draws_total', 'Paid draws delivered (first delivery; replays of a paid quote are not counted), by product.', ['product']);
+  const units = cells.counter('lds_units_sold_total', 'Units delivered by paid draws, by product.', ['product']);
+  const centsSold = cells.counter('lds_sold_cents_total', 'Money taken by paid draws, in cents, by product and currency.', ['product', 'currency']);
   const topups = new Counter({ name: 'lds_topups_total', help: 'Top-up requests by outcome: paid (200), repeated (409), challenged (the 402 MPP challenge), refused (other 4xx), failed (5xx).', labelNames: ['outcome'], registers });
   const credited = new Counter({ name: 'lds_topups_credited_total', help: 'Top-ups credited by the ledger (once per payment), by currency.', labelNames: ['currency'], registers });
   const topupCents = new Counter({ name: 'lds_topup_cents_total', help: 'Money credited by top-ups, in cents, by currency.', labelNames: ['currency'], registers });
-  const commit = new Histogram({ name: 'lds_ledger_commit_seconds', help: 'Ledger state changes (draw debits, top-up credits) from call to durable answer.', labelNames: ['op', 'outcome'], buckets: LATENCY_BUCKETS, registers });
+  const commit = cells.histogram('lds_ledger_commit_seconds', 'Ledger state changes (draw debits, top-up credits) from call to durable answer.', ['op', 'outcome'], LATENCY_BUCKETS);
   const batchOps = new Histogram({ name: 'lds_ledger_group_commit_ops', help: 'LevelDB group commit: key writes per synced batch.', buckets: BATCH_BUCKETS, registers });
   const batchChanges = new Histogram({ name: 'lds_ledger_group_commit_changes', help: 'LevelDB group commit: state changes per synced batch (when the committer reports them).', buckets: BATCH_BUCKETS, registers });
   const batchSeconds = new Histogram({ name: 'lds_ledger_group_commit_seconds', help: 'LevelDB group commit: write + fsync time per batch.', buckets: LATENCY_BUCKETS, registers });
@@ -158,34 +228,27 @@ export function createMetrics(o: MetricsOptions): Metrics {
     },
   });
 
-  const requestChild = perLabels((method, route, status) => {
-    const labels = { method, route, status };
-    return { count: requests.labels(labels), time: duration.labels(labels) };
-  });
-  const quoteChild = perLabels((p) => quotes.labels({ product: p }));
-  const sale = perLabels((p, currency) => ({ draws: draws.labels({ product: p }), units: units.labels({ product: p }), cents: centsSold.labels({ product: p, currency }) }));
-  const commitChild = perLabels((op, outcome) => commit.labels({ op, outcome }));
   return {
     registry,
     contentType: registry.contentType,
     request(method, route, status, seconds) {
-      const c = requestChild(method, route, String(status));
-      c.count.inc();
-      c.time.observe(seconds);
+      const s = String(status);
+      requests(method, route, s).value++;
+      duration(method, route, s).observe(seconds);
     },
-    quote: (id) => quoteChild(product(id)).inc(),
+    quote: (id) => void quotes(product(id)).value++,
     paidDraw(id, n, cents, currency) {
-      const p = sale(product(id), currency);
-      p.draws.inc();
-      p.units.inc(n);
-      p.cents.inc(cents);
+      const p = product(id);
+      draws(p).value++;
+      units(p).value += n;
+      centsSold(p, currency).value += cents;
     },
     topup: (outcome) => topups.inc({ outcome }),
     topupCredited(cents, currency) {
       credited.inc({ currency });
       topupCents.inc({ currency }, cents);
     },
-    ledgerCommit: (op, outcome, seconds) => commitChild(op, outcome).observe(seconds),
+    ledgerCommit: (op, outcome, seconds) => commit(op, outcome).observe(seconds),
     groupCommit(ops, seconds, changes) {
       batchOps.observe(ops);
       batchSeconds.observe(seconds);

@@ -298,10 +298,10 @@ function readinessCheck(ledger: Ledger, releases: ReleaseSet, logger: Logger, fa
 
 /**
  * The HTTP server: published documents are answered before Koa (static.ts staticFastPath), counted
- * and logged like every request; everything else is Koa's. `inFlight` counts requests per socket,
- * so a drain can wait for them and then cut idle keep-alive sockets.
+ * and logged like every request; everything else is Koa's. `inFlight.n` counts the requests not
+ * answered yet, for the drain's log line.
  */
-function httpServer(config: ServiceConfig, koa: (req: IncomingMessage, res: ServerResponse) => unknown, site: StaticSite, metrics: Metrics, logger: Logger): { server: Server; inFlight: Map<Socket, number> } {
+function httpServer(config: ServiceConfig, koa: (req: IncomingMessage, res: ServerResponse) => unknown, site: StaticSite, metrics: Metrics, logger: Logger): { server: Server; inFlight: InFlight } {
   const logRequests = logger.isLevelEnabled('info');
   const fast = staticFastPath(site, (method, path, status, ms) => {
     metrics.request(method, 'static', status, ms / 1000);
@@ -322,15 +322,12 @@ function httpServer(config: ServiceConfig, koa: (req: IncomingMessage, res: Serv
     },
   );
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
-  const inFlight = new Map<Socket, number>();
-  server.on('request', (req, res) => {
-    const s = req.socket;
-    inFlight.set(s, (inFlight.get(s) ?? 0) + 1);
-    res.on('close', () => {
-      const n = (inFlight.get(s) ?? 1) - 1;
-      if (n <= 0) inFlight.delete(s);
-      else inFlight.set(s, n);
-    });
+  // One counter and one shared listener: nothing allocated per request.
+  const inFlight: InFlight = { n: 0 };
+  const answered = () => void inFlight.n--;
+  server.on('request', (_req, res) => {
+    inFlight.n++;
+    res.once('close', answered);
   });
   return { server, inFlight };
 }
@@ -353,7 +350,12 @@ async function listen(server: Server, config: ServiceConfig): Promise<string> {
  * Stops accepting and waits for the requests in flight, up to the grace period; idle keep-alive
  * sockets are closed at once (and every 50 ms), the rest when the grace period is over.
  */
-async function drain(server: Server, graceMs: number, inFlight: Map<Socket, number>, logger: Logger): Promise<void> {
+/** Requests received and not answered yet (a response closes once it is sent or its socket is gone). */
+interface InFlight {
+  n: number;
+}
+
+async function drain(server: Server, graceMs: number, inFlight: InFlight, logger: Logger): Promise<void> {
   const drained = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const grace = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());
@@ -362,7 +364,7 @@ async function drain(server: Server, graceMs: number, inFlight: Map<Socket, numb
   const outcome = await Promise.race([drained.then(() => 'drained' as const), grace]);
   clearInterval(idleSweep);
   if (outcome === 'timeout') {
-    logger.warn({ in_flight: [...inFlight.values()].reduce((a, b) => a + b, 0) }, 'shutdown grace period over: closing remaining connections');
+    logger.warn({ in_flight: inFlight.n }, 'shutdown grace period over: closing remaining connections');
     server.closeAllConnections();
   }
 }

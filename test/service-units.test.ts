@@ -10,8 +10,9 @@ import { generateReceiptKey } from '../payments/receipts.ts';
 import { ConfigError, loadConfig } from '../payments/config.ts';
 import { QuoteSigner, canonicalUnits, requestDigest } from '../payments/draw/quote.ts';
 import { createRateLimiter } from '../payments/http/ratelimit.ts';
-import { etagMatches, parseHeadersFile } from '../payments/http/static.ts';
+import { chooseEncoding, etagMatches, parseHeadersFile } from '../payments/http/static.ts';
 import { createLogger } from '../payments/serve.ts';
+import { createMetrics } from '../payments/metrics.ts';
 import { newId } from '../payments/ledger/ledger.ts';
 import { signedBytes } from '../payments/receipts.ts';
 import canonicalizeModule from 'canonicalize';
@@ -128,6 +129,48 @@ test('_headers parsing and ETag matching', () => {
   assert.ok(etagMatches('"v0", "v1"', '"v1"'));
   assert.ok(etagMatches('*', '"v1"'));
   assert.not.ok(etagMatches('"v2"', '"v1"'));
+});
+
+test('content coding: q values, *, and the codings a document has (the same header asked again, as the memo answers it)', () => {
+  const both = { br: true, gzip: true };
+  for (let round = 0; round < 2; round++) {
+    assert.is(chooseEncoding('gzip, deflate, br', both), 'br');
+    assert.is(chooseEncoding('br;q=0.5, gzip', both), 'gzip');
+    // the same header for a document without gzip: the memo keeps q values, not the answer
+    assert.is(chooseEncoding('br;q=0.5, gzip', { br: true, gzip: false }), 'br');
+    assert.is(chooseEncoding('br;q=0, gzip;q=0', both), 'identity');
+    assert.is(chooseEncoding('*;q=0.3, gzip;q=0.2', both), 'br');
+    assert.is(chooseEncoding('x-gzip', both), 'gzip');
+    assert.is(chooseEncoding(undefined, both), 'identity');
+    assert.is(chooseEncoding('gzip', { br: false, gzip: false }), 'identity');
+  }
+  // many distinct headers (each client chooses its own): answers stay right past the memo's bound
+  for (let i = 0; i < 600; i++) assert.is(chooseEncoding(`gzip;q=0.${(i % 9) + 1}, x-${i}`, both), 'gzip');
+});
+
+test('request metrics: counts, cumulative latency buckets, sum and count per method, route and status', async () => {
+  const m = createMetrics({ backend: 'level', products: ['p'], processMetrics: false });
+  for (const seconds of [0.0005, 0.003, 0.003, 0.02, 30]) m.request('POST', '/v1/lds/draw', 402, seconds);
+  m.request('GET', 'static', 304, 0.001); // on a bound: counted in that bucket (le = less or equal)
+  const text = await m.text();
+  const value = (name: string, labels: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}`));
+    return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  const draw = 'method="POST",route="/v1/lds/draw",status="402"';
+  assert.match(text, /# TYPE lds_http_requests_total counter/);
+  assert.match(text, /# TYPE lds_http_request_duration_seconds histogram/);
+  assert.is(value('lds_http_requests_total', draw), 5);
+  assert.is(value('lds_http_requests_total', 'method="GET",route="static",status="304"'), 1);
+  assert.is(value('lds_http_request_duration_seconds_bucket', `${draw},le="0.001"`), 1);
+  assert.is(value('lds_http_request_duration_seconds_bucket', `${draw},le="0.005"`), 3);
+  assert.is(value('lds_http_request_duration_seconds_bucket', `${draw},le="0.025"`), 4);
+  assert.is(value('lds_http_request_duration_seconds_bucket', `${draw},le="10"`), 4);
+  assert.is(value('lds_http_request_duration_seconds_bucket', `${draw},le="+Inf"`), 5);
+  assert.is(value('lds_http_request_duration_seconds_count', draw), 5);
+  assert.ok(Math.abs(value('lds_http_request_duration_seconds_sum', draw)! - 30.0265) < 1e-9);
+  assert.is(value('lds_http_request_duration_seconds_bucket', 'method="GET",route="static",status="304",le="0.001"'), 1);
+  assert.match(text, /lds_http_requests_total\{[^}]*service="lds",ledger_backend="level"\} 5/, 'the registry adds its default labels');
 });
 
 test('rate limiter: burst, refill, per client', () => {

@@ -13,6 +13,8 @@ export const tooLarge = (limit: number) => new Problem(413, 'body-too-large', 'R
  * `charset=utf-16`, a `+json` type, another parameter - would be read as something it is not.
  */
 export function jsonMediaTypeRefusal(header: string | undefined): string | undefined {
+  // The two spellings nearly every client sends are accepted without building any message.
+  if (header === 'application/json' || header === 'application/json; charset=utf-8') return undefined;
   const expected = 'Send the body as UTF-8 JSON with Content-Type: application/json (optionally with charset=utf-8)';
   if (!header) return `${expected}; the request has no Content-Type.`;
   const [essence, ...params] = header.split(';');

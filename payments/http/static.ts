@@ -25,6 +25,10 @@ export interface Representation {
   etag: string | undefined;
   body: Buffer;
   headers: [string, string][];
+  /** The headers of a 304 for this representation: the same without Content-Type and Content-Encoding. */
+  notModified: [string, string][];
+  /** For the fast path's writeHead, flat (name, value, name, value...): the 200 with Content-Length, and the 304. */
+  raw: { ok: string[]; notModified: string[] };
 }
 
 export interface StaticEntry {
@@ -96,7 +100,9 @@ function representation(encoding: Encoding, listed: [string, string][], body: Bu
   if (etag) headers.push(['ETag', etag]);
   if (encoding !== 'identity') headers.push(['Content-Encoding', encoding]);
   if (vary) headers.push(['Vary', 'Accept-Encoding']);
-  return { encoding, etag, body, headers };
+  const notModified = headers.filter(([k]) => k !== 'Content-Type' && k !== 'Content-Encoding');
+  const raw = { ok: [...headers, ['Content-Length', String(body.length)]].flat(), notModified: notModified.flat() };
+  return { encoding, etag, body, headers, notModified, raw };
 }
 
 export async function loadStaticSite(distDir: string): Promise<StaticSite> {
@@ -144,6 +150,33 @@ export async function loadStaticSite(distDir: string): Promise<StaticSite> {
  */
 export function chooseEncoding(acceptEncoding: string | undefined, has: { br: boolean; gzip: boolean }): Encoding {
   if (!acceptEncoding || !(has.br || has.gzip)) return 'identity';
+  let { br, gzip } = acceptedCodings(acceptEncoding);
+  if (!has.br) br = 0;
+  if (!has.gzip) gzip = 0;
+  if (br > 0 && br >= gzip) return 'br';
+  if (gzip > 0) return 'gzip';
+  return 'identity';
+}
+
+/**
+ * The q of br and of gzip in an Accept-Encoding value (`*` counted for whichever is not named).
+ * Remembered per value: clients repeat one header on every request, so a catalogue GET or a 304
+ * is a Map look-up instead of a parse. Bounded, since the values are the clients' to choose.
+ */
+function acceptedCodings(acceptEncoding: string): { br: number; gzip: number } {
+  let q = codingsMemo.get(acceptEncoding);
+  if (q === undefined) {
+    q = parseAcceptEncoding(acceptEncoding);
+    if (codingsMemo.size >= CODINGS_MEMO) codingsMemo.clear();
+    codingsMemo.set(acceptEncoding, q);
+  }
+  return q;
+}
+
+const CODINGS_MEMO = 256;
+const codingsMemo = new Map<string, { readonly br: number; readonly gzip: number }>();
+
+function parseAcceptEncoding(acceptEncoding: string): { br: number; gzip: number } {
   let br = -1;
   let gzip = -1;
   let star = -1;
@@ -162,11 +195,7 @@ export function chooseEncoding(acceptEncoding: string | undefined, has: { br: bo
   }
   if (br < 0) br = star;
   if (gzip < 0) gzip = star;
-  if (!has.br) br = 0;
-  if (!has.gzip) gzip = 0;
-  if (br > 0 && br >= gzip) return 'br';
-  if (gzip > 0) return 'gzip';
-  return 'identity';
+  return { br, gzip };
 }
 
 /** The representation of `entry` this Accept-Encoding gets. */
@@ -183,6 +212,15 @@ export function etagMatches(ifNoneMatch: string, etag: string): boolean {
   return ifNoneMatch.split(',').some((t) => strip(t) === strip(etag));
 }
 
+/** Whether If-None-Match names any of a document's tags (a 304). */
+function notModified(ifNoneMatch: string | undefined, entry: StaticEntry): boolean {
+  if (!ifNoneMatch) return false;
+  // A revalidating client sends back one tag exactly as it got it: compare all first, parse after.
+  for (const t of entry.etags) if (ifNoneMatch === t) return true;
+  for (const t of entry.etags) if (etagMatches(ifNoneMatch, t)) return true;
+  return false;
+}
+
 /** GET/HEAD of a published path. Anything else falls through (to the API routes or the 404). */
 export function staticMiddleware(site: StaticSite): Middleware {
   // Not async: a request that falls through (every API POST) costs no extra promise here.
@@ -195,14 +233,12 @@ export function staticMiddleware(site: StaticSite): Middleware {
     const req = ctx.req;
     const rep = representationFor(entry, req.headers['accept-encoding']);
     const res = ctx.res;
-    for (const [k, v] of rep.headers) res.setHeader(k, v);
-    const inm = req.headers['if-none-match'];
-    if (inm && entry.etags.length && entry.etags.some((t) => etagMatches(inm, t))) {
+    if (notModified(req.headers['if-none-match'], entry)) {
+      for (const [k, v] of rep.notModified) res.setHeader(k, v);
       ctx.status = 304;
-      ctx.remove('Content-Type');
-      ctx.remove('Content-Encoding');
       return undefined;
     }
+    for (const [k, v] of rep.headers) res.setHeader(k, v);
     ctx.status = 200;
     // Koa sets Content-Type from a Buffer body only when none is set: the published one is kept.
     ctx.body = rep.body;
@@ -231,17 +267,14 @@ export function staticFastPath(site: StaticSite, log?: (method: string, path: st
     if (!entry) return false;
     const started = log ? performance.now() : 0;
     const rep = representationFor(entry, req.headers['accept-encoding']);
-    const inm = req.headers['if-none-match'];
     let status = 200;
-    if (inm && entry.etags.length && entry.etags.some((t) => etagMatches(inm, t))) {
+    // writeHead with the prepared flat list: no per-header setHeader (name check, lower-casing, map).
+    if (notModified(req.headers['if-none-match'], entry)) {
       status = 304;
-      for (const [k, v] of rep.headers) if (k !== 'Content-Type' && k !== 'Content-Encoding') res.setHeader(k, v);
-      res.statusCode = 304;
+      res.writeHead(304, rep.raw.notModified);
       res.end();
     } else {
-      for (const [k, v] of rep.headers) res.setHeader(k, v);
-      res.setHeader('Content-Length', rep.body.length);
-      res.statusCode = 200;
+      res.writeHead(200, rep.raw.ok);
       if (method === 'HEAD') res.end();
       else res.end(rep.body);
     }
