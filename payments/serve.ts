@@ -346,15 +346,15 @@ async function listen(server: Server, config: ServiceConfig): Promise<string> {
   return `http://${host}:${addr.port}`;
 }
 
-/**
- * Stops accepting and waits for the requests in flight, up to the grace period; idle keep-alive
- * sockets are closed at once (and every 50 ms), the rest when the grace period is over.
- */
 /** Requests received and not answered yet (a response closes once it is sent or its socket is gone). */
 interface InFlight {
   n: number;
 }
 
+/**
+ * Stops accepting and waits for the requests in flight, up to the grace period; idle keep-alive
+ * sockets are closed at once (and every 50 ms), the rest when the grace period is over.
+ */
 async function drain(server: Server, graceMs: number, inFlight: InFlight, logger: Logger): Promise<void> {
   const drained = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
