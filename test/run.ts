@@ -1,51 +1,72 @@
 // Runs every test/*.test.ts in its own Node process (servers, ports and LevelDB handles stay
-// isolated), LDS_TEST_JOBS files at a time (default: one per core; most suites spend their time
-// waiting on fsync, child processes and servers, so two cores run two of them side by side), prints
-// each file's output whole when it ends, and adds up uvu's per-file totals into the closing line CI reads:
-// "N passed, N failed" (", N skipped" after it when a suite skipped tests). A suite skips only when a
-// program it drives is missing (test/helpers/programs.ts); its "SKIP <suite>: <reason>" line is
-// repeated above the closing line. A file that runs no test and skips none counts as a failure.
+// isolated), LDS_TEST_JOBS files at a time, prints each file's output whole when it ends, and adds
+// up uvu's per-file totals into the closing line CI reads: "N passed, N failed" (", N skipped"
+// after it when a suite skipped tests). Just above it: the ten slowest files of this run. A suite
+// skips only when a program it drives is missing (test/helpers/programs.ts); its "SKIP <suite>:
+// <reason>" line is repeated above the closing line. A file that runs no test and skips none
+// counts as a failure.
+//
+// Tiers: `npm test` runs every file. `npm run test:quick` (this runner with --quick) runs only the
+// files whose first lines say `// @tier: quick`: the in-process tier for the edit-test loop (no
+// real web servers, no PostgreSQL, no long simulator runs, no crash tests), on the LevelDB ledger.
 //
 // Ledger backends: a file whose first lines say `// @ledger-backends: level postgres` runs once per
 // backend, with LDS_TEST_BACKEND set (test/helpers/ledgers.ts); `@ledger-backends: postgres` runs
 // on PostgreSQL only. One PostgreSQL serves the whole run: LDS_TEST_PG_URL when given, else a
-// throwaway embedded server started here (test/helpers/pg.ts); each test makes its own database.
-// When that server cannot start, one line says why and what to do, the LevelDB runs still run and
-// every PostgreSQL run counts as failed (the closing line is always printed).
-// LDS_TEST_BACKEND=level|postgres in the environment restricts the run to that backend.
+// throwaway embedded server started here (test/helpers/pg.ts); each test gets its own database,
+// cloned from a template holding the migrated schema. When that server cannot start, one line says
+// why and what to do, the LevelDB runs still run and every PostgreSQL run counts as failed (the
+// closing line is always printed). LDS_TEST_BACKEND=level|postgres restricts the run to that backend.
 //
-// Shared between files (each still gets a private copy to change): the compiled build/ that
-// `npm start` runs (compiled once here, before any suite, so two suites never compile at once) and
-// the service fixture build (test/helpers/service-harness.ts buildFixture, cached under
-// LDS_TEST_FIXTURE_CACHE for the run). Files start longest first, by the durations the last run
-// on this machine recorded (else by file size), so the run does not end waiting on one long suite.
-// Usage: npm test [-- name-filter ...]
+// Made once and shared by the files (each still gets a private copy to change):
+//   - the compiled build/ that `npm start` runs, compiled here before any suite (two suites never
+//     compile at once); the suites then run `lds` from it (LDS_TEST_CLI_JS, test/helpers/build.ts)
+//     instead of compiling cli.ts again in every process they spawn;
+//   - the service fixture build (test/helpers/service-harness.ts buildFixture), in a cache in the
+//     temp folder keyed by a hash of everything it is built from (test/helpers/fixture-cache.ts),
+//     so a second run on the machine reuses it and a changed input makes a new one.
+// Files start longest first, by the durations the last run on this machine recorded (else by file
+// size), so the run does not end waiting on one long suite.
+//
+// Concurrency: LDS_TEST_JOBS files at a time; the default is measured (README, "Running the
+// tests"): most suites wait on fsync, servers and child processes rather than the CPU, so a
+// two-core machine runs more files at once than it has cores.
+// Usage: npm test [-- [--quick] [name-filter ...]]
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fixtureCacheRoot, pruneFixtureCache } from './helpers/fixture-cache.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const filters = process.argv.slice(2);
+const repo = join(here, '..');
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const filters = args.filter((a) => a !== '--quick');
+
+type Backend = 'level' | 'postgres';
+/** Quick runs stay in-process and off PostgreSQL: a file on both ledgers runs on LevelDB only. */
+const only = (quick ? 'level' : process.env.LDS_TEST_BACKEND) as Backend | undefined;
+
+/** The header of a test file: the comment lines that declare how the runner treats it. */
+const headerOf = (file: string) => readFileSync(join(here, file), 'utf8').slice(0, 2000);
 const files = readdirSync(here)
   .filter((f) => f.endsWith('.test.ts'))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .filter((f) => !quick || /^\/\/ @tier: quick\b/m.test(headerOf(f)))
   .sort();
-
-type Backend = 'level' | 'postgres';
-const only = process.env.LDS_TEST_BACKEND as Backend | undefined;
 
 /** The backends a file asks for (none: it does not touch a ledger, or only the default). */
 function backendsOf(file: string): (Backend | null)[] {
-  const m = /^\/\/ @ledger-backends:((?: (?:level|postgres))+)/m.exec(readFileSync(join(here, file), 'utf8').slice(0, 2000));
+  const m = /^\/\/ @ledger-backends:((?: (?:level|postgres))+)/m.exec(headerOf(file));
   if (!m) return [null];
   const wanted = m[1].trim().split(' ') as Backend[];
-  const chosen = only ? wanted.filter((b) => b === only) : wanted;
-  return chosen;
+  return only ? wanted.filter((b) => b === only) : wanted;
 }
 
-const JOBS = Math.max(1, Math.floor(Number(process.env.LDS_TEST_JOBS ?? availableParallelism())) || 1);
+/** Files at a time: measured on a 2-core machine (README): 2 per core, since most suites wait rather than compute. */
+const JOBS = Math.max(1, Math.floor(Number(process.env.LDS_TEST_JOBS ?? availableParallelism() * 2)) || 1);
 const runName = (file: string, backend: Backend | null) => (backend ? `${file} [${backend}]` : file);
 /** Seconds each run took last time on this machine (kept in the temp folder, never in the repository). */
 const DURATIONS = join(tmpdir(), 'lds-test-durations.json');
@@ -90,7 +111,7 @@ function runFile(file: string, backend: Backend | null): Promise<Finished> {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, FORCE_COLOR: '0', ...(backend ? { LDS_TEST_BACKEND: backend } : {}) },
     });
-    // Both streams in the order they arrived, printed whole when the file ends (two files run at once).
+    // Both streams in the order they arrived, printed whole when the file ends (several files run at once).
     let out = '';
     let output = '';
     child.stdout.on('data', (d) => { out += d; output += d; });
@@ -116,21 +137,25 @@ function runFile(file: string, backend: Backend | null): Promise<Finished> {
   });
 }
 
-// `npm start` compiles build/ when it is older than the sources: do it once, before any suite runs.
-const ensureBuild = join(here, '..', 'scripts', 'ensure-build.mjs');
+// `npm start` compiles build/ when it is older than the sources: do it once, before any suite runs,
+// and let the suites run `lds` from it.
+const ensureBuild = join(repo, 'scripts', 'ensure-build.mjs');
 if (existsSync(ensureBuild)) {
-  const compiled = spawnSync(process.execPath, [ensureBuild], { cwd: join(here, '..'), encoding: 'utf8' });
+  const compiled = spawnSync(process.execPath, [ensureBuild], { cwd: repo, encoding: 'utf8' });
   process.stdout.write(compiled.stdout + compiled.stderr);
-  if (compiled.status !== 0) console.error('error: build/ did not compile (see above); the suites that run `npm start` will fail');
+  if (compiled.status === 0) process.env.LDS_TEST_CLI_JS = join(repo, 'build', 'cli.js');
+  else console.error('error: build/ did not compile (see above); the suites that run `npm start` will fail, the others run cli.ts through tsx');
 }
-const fixtureCache = mkdtempSync(join(tmpdir(), 'lds-test-fixtures-'));
-process.env.LDS_TEST_FIXTURE_CACHE = fixtureCache;
+process.env.LDS_TEST_FIXTURE_CACHE = fixtureCacheRoot();
+pruneFixtureCache();
 
 const sum = { passed: 0, failed: 0, skipped: 0 };
 const failedFiles: string[] = [];
 const skipReasons: string[] = [];
 const took: Record<string, number> = { ...lastDurations };
-console.log(`# ${runs.length} runs of ${files.length} files, ${JOBS} at a time`);
+const thisRun: [string, number][] = [];
+const wallStarted = performance.now();
+console.log(`# ${runs.length} runs of ${files.length} files${quick ? ' (quick tier)' : ''}, ${JOBS} at a time`);
 let next = 0;
 async function worker(): Promise<void> {
   while (next < runs.length) {
@@ -145,6 +170,7 @@ async function worker(): Promise<void> {
     const t = await runFile(name, backend);
     process.stdout.write(`\n# ${file} (${t.seconds.toFixed(1)} s)\n${t.output}`);
     took[file] = Math.round(t.seconds * 10) / 10;
+    thisRun.push([file, t.seconds]);
     sum.passed += t.passed;
     sum.failed += t.failed;
     sum.skipped += t.skipped;
@@ -154,12 +180,15 @@ async function worker(): Promise<void> {
 }
 await Promise.all(Array.from({ length: Math.min(JOBS, runs.length) }, worker));
 await pgStop?.();
-rmSync(fixtureCache, { recursive: true, force: true });
 try {
   writeFileSync(DURATIONS, JSON.stringify(took, null, 1));
 } catch {
   // only an ordering hint for the next run
 }
+const slowest = thisRun.sort((a, b) => b[1] - a[1]).slice(0, 10);
+const fileSeconds = thisRun.reduce((s, [, t]) => s + t, 0);
+console.log(`\nslowest files (of ${thisRun.length} runs: ${fileSeconds.toFixed(0)} s of file time in ${((performance.now() - wallStarted) / 1000).toFixed(0)} s wall, ${JOBS} at a time):`);
+for (const [file, seconds] of slowest) console.log(`  ${seconds.toFixed(1).padStart(6)} s  ${file}`);
 if (skipReasons.length) console.log(`\nskipped:\n${skipReasons.map((r) => `  ${r}`).join('\n')}`);
 if (failedFiles.length) console.log(`\nfailing files: ${failedFiles.join(', ')}`);
 console.log(`\n${sum.passed} passed, ${sum.failed} failed${sum.skipped ? `, ${sum.skipped} skipped` : ''}`);

@@ -16,6 +16,7 @@ import { payTopup } from '../payments/topup/client.ts';
 import { cli } from './helpers/build.ts';
 import { exited, sharedSecrets, startInstance, startInstances, stopInstance, type Instance } from './helpers/instances.ts';
 import { ledgerEnv, ledgerRecords, newLedgerSettings } from './helpers/ledgers.ts';
+import { Progress } from './helpers/progress.ts';
 import { balanceOf, bearer, buildFixture, cents, mppxClient, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
 
 const PRODUCT = 'svc-health-eu';
@@ -28,7 +29,9 @@ let inst: Instance[] = [];
 test.before(async () => {
   fx = await buildFixture();
   refs = (await refsByProduct(fx.store)).get(PRODUCT)!;
-  ledger = await newLedgerSettings('postgres');
+  // A database without the schema: the three instances start at once and migrate it together
+  // (payments/ledger/postgres/migrations.ts: a version another instance applied first is skipped).
+  ledger = await newLedgerSettings('postgres', { emptyDatabase: true });
   env = { ...ledgerEnv(ledger), ...sharedSecrets() };
   inst = await startInstances(fx, env, 3);
 });
@@ -190,6 +193,7 @@ test('SIGKILL one instance during a stream of paid draws and top-ups across all:
   let killed = false;
   let stop = false;
   let seq = 0;
+  const progress = new Progress();
   async function drawWorker(w: number) {
     while (!stop) {
       const i = seq++;
@@ -203,6 +207,7 @@ test('SIGKILL one instance during a stream of paid draws and top-ups across all:
         if (res.status === 200) {
           paidDraws.push({ draw_id: ((await res.json()) as any).receipt.draw_id, token: tokens[w % 3] });
           if (killed && payAt !== inst[0]) afterKill.push(1);
+          progress.signal();
         } else await res.body?.cancel();
       } catch {
         // the killed instance: only answers actually received count
@@ -214,20 +219,24 @@ test('SIGKILL one instance during a stream of paid draws and top-ups across all:
       const at = inst[(w + seq) % 3];
       try {
         const res = await payTopup(`${at.base}/lds/balance/topup`, '5.00', { spt: 'spt_test_stream', balanceToken: tokens[w % 3] });
-        if (res.status === 200) okTopups.push(tokens[w % 3]);
-        else await res.body?.cancel();
+        if (res.status === 200) {
+          okTopups.push(tokens[w % 3]);
+          progress.signal();
+        } else await res.body?.cancel();
       } catch {
         // as above
       }
     }
   }
   const workers = [...[0, 1, 2, 3, 4, 5].map(drawWorker), topupWorker(0), topupWorker(1)];
-  await new Promise((r) => setTimeout(r, 1500));
+  // The stream runs (draws paid at every instance, a top-up credited) before the kill ...
+  await progress.until(() => paidDraws.length > 10 && okTopups.length > 0, 'paid draws and a top-up before the kill');
   const before = paidDraws.length;
   inst[0].proc.kill('SIGKILL');
   await exited(inst[0].proc);
   killed = true;
-  await new Promise((r) => setTimeout(r, 1500));
+  // ... and goes on at the survivors after it.
+  await progress.until(() => afterKill.length > 10, 'paid draws at the survivors after the kill');
   // verify while the survivors are still being driven
   verifyWhileServing();
   stop = true;

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { cp, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { REPO } from './build.ts';
+import { LDS_ARGS, REPO } from './build.ts';
 import { mainThreadStack } from './processes.ts';
 import type { Fixture } from './service-harness.ts';
 
@@ -34,15 +34,16 @@ process.once('exit', () => {
 /** How long a start may take: generous, since a loaded CI machine starts several instances at once. */
 const START_TIMEOUT_MS = 90_000;
 
-/** `entry`: another script to run instead of `cli.ts serve` (test/helpers/fault-serve.ts), with the same flags. */
-export async function startInstance(fx: Fixture, env: Record<string, string>, varDir?: string, entry: string = join(REPO, 'cli.ts')): Promise<Instance> {
+/** `entry`: another script to run (through tsx) instead of `lds serve` (test/helpers/fault-serve.ts), with the same flags. */
+export async function startInstance(fx: Fixture, env: Record<string, string>, varDir?: string, entry?: string): Promise<Instance> {
   const dir = varDir ?? (await mkdtemp(join(fx.root, 'var-inst-')));
   // Its own copy of the unit store (a LevelDB opens in one process only), as each production
   // instance gets its own copy of the build output.
   // (Not when the caller names a store: copying a LevelDB another process is compacting can fail.)
   const store = env.LDS_STORE_DIR ?? join(dir, 'store');
   if (!env.LDS_STORE_DIR && !existsSync(store)) await cp(fx.store, store, { recursive: true });
-  const proc = spawn(process.execPath, ['--import', 'tsx', entry, 'serve', '--port', '0', '--host', '127.0.0.1'], {
+  const program = entry ? ['--import', 'tsx', entry] : LDS_ARGS;
+  const proc = spawn(process.execPath, [...program, 'serve', '--port', '0', '--host', '127.0.0.1'], {
     cwd: REPO,
     env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: store, LDS_VAR_DIR: dir, LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -15,11 +15,14 @@ export type Backend = 'level' | 'postgres';
 
 export const BACKEND: Backend = process.env.LDS_TEST_BACKEND === 'postgres' ? 'postgres' : 'level';
 
-/** A new, empty ledger location of the given backend: a temp directory, or a fresh database. */
-export async function newLedgerSettings(backend: Backend = BACKEND): Promise<LedgerSettings> {
+/**
+ * A new, empty ledger location of the given backend: a temp directory, or a fresh database (with
+ * the schema already migrated, unless `emptyDatabase`: then the service migrates it at start).
+ */
+export async function newLedgerSettings(backend: Backend = BACKEND, opts: { emptyDatabase?: boolean } = {}): Promise<LedgerSettings> {
   const ledgerDir = join(await mkdtemp(join(tmpdir(), 'lds-ledger-')), 'ledger');
   if (backend === 'level') return { ledgerDir };
-  return { ledgerDir, ledgerUrl: await freshDatabase() };
+  return { ledgerDir, ledgerUrl: await freshDatabase(undefined, { empty: opts.emptyDatabase }) };
 }
 
 /** Environment that points a service (or the CLI) at these settings. */

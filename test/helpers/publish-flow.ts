@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build } from '../../generator/build.ts';
-import { CATALOG_SRC, REPO, runAsync, tempDir, type RunResult } from './build.ts';
+import { CATALOG_SRC, LDS_ARGS, runAsync, tempDir, type RunResult } from './build.ts';
 import { fileFor, rawGet } from './hosting-checks.ts';
 
 export interface Built {
@@ -30,7 +30,7 @@ export async function twoBuilds(origin: string): Promise<[Built, Built]> {
 
 /** `lds publish …` as an operator runs it (its own process; this one keeps serving requests). */
 export function publishCli(args: string[]): Promise<RunResult> {
-  return runAsync(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'publish', ...args]);
+  return runAsync(process.execPath, [...LDS_ARGS, 'publish', ...args]);
 }
 
 const TAG = /^"(catalogue-[0-9a-f]{12})(gzip|br)?"$/;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { REPO, copyCatalogSrc, editJson } from './build.ts';
+import { LDS_ARGS, REPO, copyCatalogSrc, editJson } from './build.ts';
 
 export const PRODUCT = 'svc-health-eu';
 const ECDC_CSV = 'data/ecdc/covid19_weekly_cases_deaths_2023w27-w46.csv';
@@ -47,7 +47,7 @@ export interface BuildRun {
  * on a loaded machine.
  */
 export function runBuild(srcDir: string, dist: string, storeRoot: string, env: Record<string, string> = {}): Promise<BuildRun> {
-  const args = ['--import', 'tsx', join(REPO, 'cli.ts'), 'build', '--src', srcDir, '--out', dist, '--store-root', storeRoot, '--local', '--publisher-url', 'https://publisher.example', '--source-date-epoch', '1767225600'];
+  const args = [...LDS_ARGS, 'build', '--src', srcDir, '--out', dist, '--store-root', storeRoot, '--local', '--publisher-url', 'https://publisher.example', '--source-date-epoch', '1767225600'];
   return new Promise<BuildRun>((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
     let stderr = '';

@@ -1,7 +1,7 @@
 // Shared by the service tests (not itself a suite): a real build of catalog-src into a temp dir
 // (dist + unit store), a real server on 127.0.0.1:0 over real LevelDB, and small HTTP helpers.
-import { cp, mkdtemp, rename, rm } from 'node:fs/promises';
-import { existsSync, readFileSync } from 'node:fs';
+import { cp, mkdtemp } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
@@ -13,6 +13,7 @@ import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer, type StartOptions } from '../../payments/serve.ts';
 import { payTopup } from '../../payments/topup/client.ts';
 import { CATALOG_SRC } from './build.ts';
+import { cachedFixture } from './fixture-cache.ts';
 import { bearer, postJson } from './http.ts';
 import { BACKEND, ledgerEnv } from './ledgers.ts';
 import type { LedgerSettings } from '../../payments/ledger/open.ts';
@@ -60,27 +61,18 @@ async function buildInto(root: string): Promise<void> {
   });
 }
 
+/** What the service fixture is built from: a change to any of these makes a new one. */
+const FIXTURE_INPUTS = { paths: ['catalog-src', 'generator', 'contract', 'package-lock.json', 'test/helpers/service-harness.ts'], params: 'service' };
+
 /**
  * A build of catalog-src (dist + unit store) in a fresh temp dir of the caller's own, which it may
- * change. The build's inputs are fixed, so under test/run.ts (LDS_TEST_FIXTURE_CACHE) it is made
- * once per run and each caller gets a copy (links kept as links: dist/ is one); a file run alone
- * builds its own.
+ * change. The build's inputs are fixed, so it is made once (test/helpers/fixture-cache.ts: once
+ * per machine until an input changes) and each caller gets a copy (links kept as links: dist/ is one).
  */
 export async function buildFixture(): Promise<Fixture> {
   const root = await mkdtemp(join(tmpdir(), 'lds-svc-'));
-  const cache = process.env.LDS_TEST_FIXTURE_CACHE;
-  if (cache) {
-    const built = join(cache, 'service');
-    if (!existsSync(built)) {
-      // Built under a name of its own, then renamed: two files asking at once both build, one wins.
-      const mine = await mkdtemp(join(cache, 'service.tmp-'));
-      await buildInto(mine);
-      await rename(mine, built).catch(() => rm(mine, { recursive: true, force: true }));
-    }
-    await cp(built, root, { recursive: true, verbatimSymlinks: true });
-  } else {
-    await buildInto(root);
-  }
+  const built = await cachedFixture('service', FIXTURE_INPUTS, buildInto);
+  await cp(built, root, { recursive: true, verbatimSymlinks: true });
   const dist = join(root, 'dist');
   const catalogue = JSON.parse(readFileSync(join(dist, 'v1/lds/_catalog'), 'utf8'));
   return { root, dist, store: join(root, 'store'), catalogue };
