@@ -41,6 +41,8 @@ export interface Metrics {
   releaseSwitched(): void;
   /** A published build refused (the previous one keeps serving): `store` did not open, `dist` did not load, `base_url` moved. */
   releaseRefused(reason: ReleaseRefusal): void;
+  /** A look for a newly published build ended (watch event, periodic check, SIGHUP), with what it found. */
+  releaseChecked(outcome: 'unchanged' | 'switched' | 'waiting' | 'refused'): void;
   /** Scraped from the pool at each collection. */
   watchPool(stats: () => PoolStats): void;
   /** 1 when ready, 0 when not, set by /readyz and at each scrape. */
@@ -182,6 +184,7 @@ export function createMetrics(o: MetricsOptions): Metrics {
   const releaseInfo = new Gauge({ name: 'lds_release_info', help: 'The release serving new quotes: 1, labelled with its catalogue and unit store versions (only the serving one is present).', labelNames: ['catalogue_version', 'store_version'], registers });
   const releasesOpen = new Gauge({ name: 'lds_releases_open', help: 'Releases open: the serving one plus previous ones kept until their quotes expire.', registers });
   const switches = new Counter({ name: 'lds_release_switches_total', help: 'Switches to a newly published build without a restart.', registers });
+  const checks = new Counter({ name: 'lds_release_checks_total', help: 'Looks for a newly published build, by outcome: unchanged, switched, waiting (CURRENT and dist/ do not match yet), refused. A count that stops growing means the service no longer looks (LDS_RELEASE_CHECK_MS=0 looks on SIGHUP only).', labelNames: ['outcome'], registers });
   const refused = new Counter({ name: 'lds_release_refused_total', help: 'Published builds refused (the previous release kept serving), by reason: store (did not open), dist (did not load), base_url (moved).', labelNames: ['reason'], registers });
   let readyProbe: (() => Promise<boolean>) | undefined;
   const ready = new Gauge({
@@ -265,6 +268,7 @@ export function createMetrics(o: MetricsOptions): Metrics {
     },
     releaseSwitched: () => switches.inc(),
     releaseRefused: (reason) => refused.inc({ reason }),
+    releaseChecked: (outcome) => checks.inc({ outcome }),
     watchPool(stats) {
       pool = stats;
     },

@@ -12,6 +12,7 @@ import { sharedSecrets, startInstance, stopInstance, type Instance } from './hel
 import { BACKEND, ledgerEnv, newLedgerSettings } from './helpers/ledgers.ts';
 import { bearer, buildFixture, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
 import type { LedgerSettings } from '../payments/ledger/open.ts';
+import { Progress } from './helpers/progress.ts';
 
 const PRODUCT = 'svc-health-eu';
 let fx: Fixture;
@@ -38,6 +39,7 @@ test(`${BACKEND}: verify and export while the service pays draws`, async () => {
   const token = await topUp(inst.base, '100.00');
   let stop = false;
   let paid = 0;
+  const progress = new Progress();
   const stream = (async () => {
     for (let i = 0; !stop; i++) {
       const units = [refs[i % refs.length]];
@@ -46,9 +48,10 @@ test(`${BACKEND}: verify and export while the service pays draws`, async () => {
       assert.is(res.status, 200);
       await res.body?.cancel();
       paid++;
+      progress.signal();
     }
   })();
-  await new Promise((r) => setTimeout(r, 500));
+  await progress.until(() => paid >= 5, 'paid draws running before the first snapshot');
 
   const snapshots: string[] = [];
   for (let k = 0; k < 3; k++) {

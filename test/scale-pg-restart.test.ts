@@ -11,6 +11,7 @@ import { sharedSecrets, startInstances, stopInstance, type Instance } from './he
 import { ledgerRecords } from './helpers/ledgers.ts';
 import { freshDatabase, startEmbeddedPostgres, type PgServer } from './helpers/pg.ts';
 import { cli } from './helpers/build.ts';
+import { Progress } from './helpers/progress.ts';
 import { balanceOf, bearer, buildFixture, cents, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
 
 const PRODUCT = 'svc-health-eu';
@@ -39,6 +40,8 @@ interface Outcome {
   quote_id: string;
   units: string[];
   status: number;
+  /** The phase in which the answer came. */
+  phase: 'before' | 'down' | 'after';
   drawId?: string;
   problem?: { type: string; status: number; detail: string };
 }
@@ -51,6 +54,7 @@ test('a restart under load: 503 problems while it is down, no lost or doubled en
   const seenIn = { before: new Set<number>(), down: new Set<number>(), after: new Set<number>() };
   let n = 0;
   let stop = false;
+  const progress = new Progress();
 
   // Four buyers' agents, each quoting and paying distinct unit sets, alternating instances.
   const worker = async (w: number) => {
@@ -64,24 +68,27 @@ test('a restart under load: 503 problems while it is down, no lost or doubled en
       const res = await postJson(`${base}/lds/draw`, { product_id: PRODUCT, units, quote_id }, bearer(token));
       const body = (await res.json()) as any;
       seenIn[phase].add(res.status);
-      outcomes.push({ quote_id, units, status: res.status, drawId: body.receipt?.draw_id, problem: res.status === 200 ? undefined : body });
+      outcomes.push({ quote_id, units, status: res.status, phase, drawId: body.receipt?.draw_id, problem: res.status === 200 ? undefined : body });
+      progress.signal();
       if (res.status === 503) assert.match(res.headers.get('content-type') ?? '', /application\/problem\+json/);
       void w;
     }
   };
   const workers = [0, 1, 2, 3].map(worker);
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-  await sleep(1500);
+  // Paid draws before the outage, 503s during it, paid draws again after it: each phase runs until
+  // the buyers have seen what it is about (event counts, not time).
+  const paidIn = (p: typeof phase) => () => outcomes.filter((o) => o.phase === p && o.status === 200).length >= 8;
+  await progress.until(paidIn('before'), 'paid draws before the outage');
   phase = 'down';
   await pg.stopOnly!();
-  await sleep(2500);
+  await progress.until(() => outcomes.filter((o) => o.phase === 'down' && o.status === 503).length >= 8, '503 answers while PostgreSQL is down');
   // While it is down: balance reads and top-ups are 503 problems too.
   const bal = await fetch(`${inst[0].base}/lds/balance`, { headers: bearer(token) });
   assert.is(bal.status, 503);
   assert.is(((await bal.json()) as any).status, 503);
   await pg.startOnly!();
   phase = 'after';
-  await sleep(2500);
+  await progress.until(() => paidIn('after')() && outcomes.slice(-8).every((o) => o.status === 200), 'paid draws after the restart');
   stop = true;
   await Promise.all(workers);
 

@@ -13,6 +13,7 @@ import { ledgerEnv, ledgerRecords, newLedgerSettings } from './helpers/ledgers.t
 import { hashToken } from '../payments/tokens.ts';
 import { payTopup } from '../payments/topup/client.ts';
 import { exited, startInstance } from './helpers/instances.ts';
+import { Progress } from './helpers/progress.ts';
 import { bearer, buildFixture, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
 
 const PRODUCT = 'svc-health-eu';
@@ -37,6 +38,7 @@ test('SIGKILL during paid draws and top-ups: restart, ledger verifies, every 200
   const okTopups: { token: string; created: boolean }[] = [];
   let stop = false;
   let i = 0;
+  const progress = new Progress();
 
   async function drawWorker(w: number) {
     while (!stop) {
@@ -47,7 +49,10 @@ test('SIGKILL during paid draws and top-ups: restart, ledger verifies, every 200
       try {
         const q = (await (await postJson(`${child.base}/lds/draw`, draw)).json()) as any;
         const res = await postJson(`${child.base}/lds/draw`, { ...draw, quote_id: q.quote_id }, bearer(token));
-        if (res.status === 200) paidDraws.push({ draw_id: ((await res.json()) as any).receipt.draw_id, token });
+        if (res.status === 200) {
+          paidDraws.push({ draw_id: ((await res.json()) as any).receipt.draw_id, token });
+          progress.signal();
+        }
       } catch {
         // the server died under us: only answers we actually received count
       }
@@ -58,11 +63,17 @@ test('SIGKILL during paid draws and top-ups: restart, ledger verifies, every 200
       try {
         if (w % 2 === 0) {
           const res = await payTopup(`${child.base}/lds/balance/topup`, '5.00', { spt: `spt_crash_${w}_${i++}` });
-          if (res.status === 200) okTopups.push({ token: ((await res.json()) as any).balance_token, created: true });
+          if (res.status === 200) {
+            okTopups.push({ token: ((await res.json()) as any).balance_token, created: true });
+            progress.signal();
+          }
         } else {
           const token = tokens[w % tokens.length];
           const res = await payTopup(`${child.base}/lds/balance/topup`, '5.00', { spt: `spt_crash_${w}_${i++}`, balanceToken: token });
-          if (res.status === 200) okTopups.push({ token, created: false });
+          if (res.status === 200) {
+            okTopups.push({ token, created: false });
+            progress.signal();
+          }
         }
       } catch {
         // as above
@@ -70,8 +81,8 @@ test('SIGKILL during paid draws and top-ups: restart, ledger verifies, every 200
     }
   }
   const workers = [...Array.from({ length: 8 }, (_, w) => drawWorker(w)), ...Array.from({ length: 4 }, (_, w) => topupWorker(w))];
-  // Let the stream run, then kill the server mid-flight.
-  await new Promise((r) => setTimeout(r, 2500));
+  // Let the stream run (paid draws and top-ups of both kinds), then kill the server mid-flight.
+  await progress.until(() => paidDraws.length > 10 && okTopups.some((t) => t.created) && okTopups.some((t) => !t.created), 'paid draws and both kinds of top-up');
   const before = paidDraws.length;
   child.proc.kill('SIGKILL');
   await exited(child.proc);

@@ -20,7 +20,8 @@ import { sharedSecrets, startInstance, stopInstance, type Instance } from './hel
 import { BACKEND, ledgerEnv, newLedgerSettings } from './helpers/ledgers.ts';
 import { PROBLEM_BASE } from './helpers/problems.ts';
 import { balanceOf, bearer, buildFixture, postJson, refsByProduct, startTestServer, topUp, type Fixture } from './helpers/service-harness.ts';
-import { PRODUCT, buildInto, centsOf, copyBuild, lastEcdcRefs, metric, readyz, secondVersionSrc, waitReady } from './helpers/releases.ts';
+import { PRODUCT, buildInto, centsOf, copyBuild, lastEcdcRefs, metric, readyz, releaseChecks, secondVersionSrc, waitReady } from './helpers/releases.ts';
+import { Progress } from './helpers/progress.ts';
 
 const OPERATOR = randomBytes(32).toString('hex');
 const V2_PRICE_MICROS = 25_000; // v1: 10_000 (catalog-src)
@@ -52,7 +53,7 @@ test.before(async () => {
     ...sharedSecrets(),
     LDS_DIST_DIR: own.dist,
     LDS_STORE_DIR: own.store,
-    LDS_RELEASE_CHECK_MS: '1000',
+    LDS_RELEASE_CHECK_MS: '250',
     LDS_QUOTE_TTL_SECONDS: '900',
     LDS_OPERATOR_TOKEN: OPERATOR,
     LOG_LEVEL: 'info',
@@ -114,6 +115,7 @@ test(`${BACKEND}: a new build published under load: new quotes switch within sec
   const statuses: number[] = [];
   const paid: { q: QuoteBody; body: any }[] = [];
   let stop = false;
+  const progress = new Progress();
   const stream = (async () => {
     for (let i = 0; !stop && i < 3000; i++) {
       const units = [stable[(i * 7) % stable.length], stable[(i * 7 + 3) % stable.length]];
@@ -124,13 +126,14 @@ test(`${BACKEND}: a new build published under load: new quotes switch within sec
       const p = await pay(q, token);
       statuses.push(p.status);
       if (p.status === 200) paid.push({ q, body: p.body });
+      progress.signal();
       const cat = await fetch(`${inst.base}/lds/_catalog`);
       statuses.push(cat.status);
       await cat.arrayBuffer();
     }
   })();
   try {
-    await new Promise((r) => setTimeout(r, 500));
+    await progress.until(() => paid.length >= 3, 'paid draws of the serving build before the publish');
     await buildInto(v2Src, own.dist, own.store);
     const built = Date.now();
     const ready2 = await waitReady(inst.base, (r) => r.body.store_version !== v1.store_version, 60_000);
@@ -142,8 +145,7 @@ test(`${BACKEND}: a new build published under load: new quotes switch within sec
     assert.is.not(v2.catalogue_version, v1.catalogue_version);
 
     // The stream runs on until it has paid quotes of the new version too.
-    const deadline = Date.now() + 60_000;
-    while (!paid.some((p) => p.q.store_version === v2.store_version) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await progress.until(() => paid.some((p) => p.q.store_version === v2.store_version), 'a paid quote of the new build', 60_000);
   } catch (err) {
     console.error(inst.log().slice(-4000));
     throw err;
@@ -234,7 +236,7 @@ test(`${BACKEND}: a corrupt store named by CURRENT is refused; the serving versi
   assert.is((await pay(q, token)).status, 200);
 
   // Not retried every interval; SIGHUP retries it at once.
-  await new Promise((res) => setTimeout(res, 2500));
+  await releaseChecks(inst.base, OPERATOR, 2);
   assert.is(await refused(), before + 1, 'a refused build is not retried until something changes');
   inst.proc.kill('SIGHUP');
   const hup = Date.now() + 30_000;
@@ -244,7 +246,7 @@ test(`${BACKEND}: a corrupt store named by CURRENT is refused; the serving versi
 
   // CURRENT back on the serving store: nothing to switch.
   await setCurrent(v2.store_version);
-  await new Promise((res) => setTimeout(res, 2500));
+  await releaseChecks(inst.base, OPERATOR, 2);
   assert.is(await metric(inst.base, OPERATOR, 'lds_release_switches_total'), 1);
   assert.is((await readyz(inst.base)).status, 200);
   assert.ok(inst.proc.exitCode === null, 'the service is still running');

@@ -201,13 +201,15 @@ export class ReleaseSet {
       return this.checking;
     }
     const run = async (f: boolean): Promise<CheckOutcome> => {
+      let outcome: CheckOutcome = 'unchanged';
       try {
         this.sweep();
-        return await this.checkOnce(f);
+        outcome = await this.checkOnce(f);
       } catch (err) {
         this.log.error({ err: (err as Error).message }, 'looking for a new build failed; still serving the current one');
-        return 'unchanged';
       }
+      this.o.metrics.releaseChecked(outcome);
+      return outcome;
     };
     this.checking = run(force).finally(() => {
       this.checking = null;

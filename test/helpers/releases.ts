@@ -110,6 +110,19 @@ export async function metric(base: string, operatorToken: string, name: string, 
   return sum;
 }
 
+/**
+ * Waits until the service has looked for a new build `n` more times (lds_release_checks_total):
+ * what a test needs before it can say a check did not do something (switch, retry a refused build).
+ */
+export async function releaseChecks(base: string, operatorToken: string, n: number, timeoutMs = 30_000): Promise<void> {
+  const start = await metric(base, operatorToken, 'lds_release_checks_total');
+  const deadline = Date.now() + timeoutMs;
+  while ((await metric(base, operatorToken, 'lds_release_checks_total')) < start + n) {
+    if (Date.now() > deadline) throw new Error(`the service did not look for a new build ${n} times within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** The cents of a decimal amount string ("0.25" -> 25), without floating point. */
 export function centsOf(amount: string): number {
   const [e, c = '00'] = amount.split('.');
