@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // Issue 5 (A2A): the @a2a-js/sdk 0.3 client resolves the published agent card and talks JSON-RPC
 // to the endpoint the card names, on the real service over real HTTP. Quotes and paid draws go
 // through message/send with a data part and match the HTTP API; JSON is the only mode; streaming

@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // Issue 5 (MCP): the official MCP SDK client (Client + StreamableHTTPClientTransport) against the
 // real service over real HTTP. Tools are listed with schemas; list/get/quote/draw/balance answer
 // the same products, amounts, units and problems as the HTTP API; bad arguments and bad JSON-RPC

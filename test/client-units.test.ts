@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // Issue 22: the pure parts of the buyer's client: the spending policy, the retry timing (Retry-After,
 // RateLimit, backoff with jitter, bounded attempts, what is resent) and the journal (0600, the day
 // budget across reopenings, a torn last line). The service itself is exercised in client-buy.

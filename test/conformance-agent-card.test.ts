@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // Issue 2: .well-known/agent-card.json is a valid A2A 0.3.0 AgentCard (official JSON Schema,
 // draft-07, #/definitions/AgentCard) with one skill per product in spec 2.9 order.
 // Reads test/conformance/ (in the repository; origins and licences in its README).

@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // Issue 2: every v1/dcat/catalog/{product_id} document is self-contained DCAT-AP 3.0.1 JSON-LD.
 // Each is expanded offline (any remote load throws), turned into RDF, merged with
 // dcat-ap/vocab-stubs.ttl and validated with rdf-validate-shacl against the DCAT-AP 3.0.1 shapes

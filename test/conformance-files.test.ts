@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // Issue 14, item 12: the conformance data the tests read is part of the repository, each file with
 // its origin and licence in test/conformance/README.md. Every file there is listed with its SHA-256
 // and still has it (the upstream copies stay byte-identical to upstream); every listed file exists;

@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // Issue 2: .well-known/api-catalog and .well-known/svc-catalog.json are one RFC 9727 API catalog
 // (RFC 9264 linkset) naming the API, its OpenAPI description, docs, catalogue, agent card, MCP
 // endpoint, licence and the 14 per-product DCAT descriptions.

@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // The documentation (docs_url, llms.txt) and the pages for people (index.html, products/*.html),
 // rendered in memory from the real catalog-src: zero counts (no store) and non-zero counts (a
 // synthetic store summary), escaping, determinism, and the hook for extra documentation sections.

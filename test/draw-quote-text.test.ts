@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // The draw service writes each quote's JSON text itself, from parts it remembers per request
 // (store-service.ts Resolution, quoteText). These checks pin that the text is exactly
 // JSON.stringify of the quote object (the object MCP and A2A answer with) for every shape of

@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // The project's imports form a tree (scripts/import-cycles.ts): no module needs a module that needs it.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';

@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // Ledger under concurrency: no negative balance, money conserved to the cent, each quote debited
 // once, and the independent verifier agrees, on either backend (LDS_TEST_BACKEND). Also the LevelDB
 // group committer's grouping and fail-stop.

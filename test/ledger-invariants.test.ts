@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // The LevelDB ledger refuses, before writing anything, a change that breaks an invariant
 // (payments/ledger/invariants.ts). Such a change can only come from a bug, so the tests build them by hand.
 import { test } from 'uvu';

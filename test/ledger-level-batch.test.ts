@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // The LevelDB ledger writes its group commits through the storage binding's own batch
 // (level/ledger.ts directWriter) instead of abstract-level's batch(): the bytes on disk must be
 // exactly those batch() writes with the ledger's 'json' value encoding, for every kind of value the

@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // debitDraw takes the hash of the token the buyer PRESENTED and resolves it itself (on PostgreSQL in
 // the one debit statement, on LevelDB under the quote's lock): a rotated-in token debits its
 // balance and the records name the balance; a rotated-away or revoked token is 'revoked' with

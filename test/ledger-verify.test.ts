@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // The ledger auditor: clean on an honest ledger, and for each kind of tampering written directly
 // into the store (LevelDB keys, or PostgreSQL rows with the schema's guards dropped, as an operator
 // bypassing the service might) it names the violation and returns the offending record.

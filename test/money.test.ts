@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { bulkAnnualCents, drawPriceCents, formatCents, formatMicros, parseAmountCents } from '../contract/money.ts';

@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // Issue 11, "Observe" and "Limits", over real HTTP on the real server: /healthz and /readyz answer
 // without the operator token and are never rate limited; /metrics needs the operator token (401
 // problem without it or with a wrong one, a balance token included) and its numbers MOVE as a buyer

@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // The index writer's postings runs (generator/store/posting-runs.ts): what is spilled in runs comes
 // back merged, term by term in (product, term) order, with each term's pairs in run order. The
 // catalogue's own terms fit in one read buffer; these runs also hold terms several buffers long.

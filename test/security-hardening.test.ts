@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // Issue 23, "Security" items 1-4, 6 and 7, on the real service (real build, real ledger, the MCP
 // and A2A endpoints mounted as `lds serve` mounts them) over real HTTP:
 //   1. the statement CSV neutralises formula-like text cells and bidi controls, numbers stay numbers;

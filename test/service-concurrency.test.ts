@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // Concurrency over real HTTP: many paid draws racing on one balance must never overdraw it, must
 // conserve money to the cent, and must leave a ledger that verifies; one quote submitted many
 // times at once is debited once.

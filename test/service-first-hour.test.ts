@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // What a buyer's first hour ran into (issue 14), each over real HTTP against a real server:
 // the one rule for a used top-up credential (both forms), Payment-Authorization without a Bearer
 // token, currency codes in any case, duplicate unit references, a product without live units,

@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // The whole buyer journey over real HTTP, real LevelDB and a real store built from catalog-src:
 // catalogue -> draw (402 quote) -> top-up with the official mppx client (sandbox) -> draw with the
 // token (402 + Link rel=payment) -> pay (200: units, attribution, receipt) -> balance (exactly less).

@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // Unit-level checks of the service's small modules: stateless quotes, configuration and secrets,
 // the _headers parser and ETag matching, the rate limiter, and log redaction.
 import { test } from 'uvu';

@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // A statement read in the largest page the service allows (STATEMENT_PAGE.maxLines) still says
 // when older lines follow: the service asks the ledger for one line more than the page, and the
 // ledger's own bound left room for it. (Before, the ledger capped the read at the page size, so a

@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // IATE (issue 25) from the files in catalog-src/data/iate/: the adapter's counts per file
 // (concepts, terms, languages, domains) against the files read independently here with
 // csv-parse and JSON.parse; the P unit of a concept as stored (citation, definition, typed English

@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // The adapters of the sources added with issue 13 (EURLEX57K acts, ESCO, OpenAIRE, EEA AirBase,
 // EFSA OpenFoodTox, the CORINE legend), on the real fixtures in catalog-src/data/: exact counts and
 // exact field values, checked against the files read with plain JSON.parse and csv-parse. Then

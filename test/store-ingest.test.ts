@@ -1,3 +1,4 @@
+// @tier: quick  (npm run test:quick: in-process)
 // The ingest adapters on the real fixtures, checked against the fixtures' own derived files, and
 // on broken input: every problem is located (file:line or file:line:col + XML path), fails by
 // default and is counted when skipping is allowed.

@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // Top-up end to end over real HTTP with the OFFICIAL mppx client and the sandbox processor:
 // 402 challenge → stripe credential (SPT) → 200 with balance token and Payment-Receipt.
 import { test } from 'uvu';

@@ -1,4 +1,5 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
+// @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // The `stripe` processor: the real stripe SDK (retries off) pointed at a loopback fake of
 // POST /v1/payment_intents, driven through the same mppx path by the official mppx client.
 import { test } from 'uvu';
