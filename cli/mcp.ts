@@ -17,7 +17,7 @@ import * as z from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { LdsClient, LdsError, PolicyRefusal, parseAmountCents, type Quote } from 'lds-catalogue-client';
+import { LdsClient, LdsError, PolicyRefusal, formatCents, parseAmountCents, type Quote } from 'lds-catalogue-client';
 import { BuyCliError, checkBaseUrl, defaultJournal, readToken } from './buy.ts';
 import { checkJournal } from './receipts.ts';
 import { TOKEN_ENV } from './topup.ts';
@@ -60,6 +60,9 @@ export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; std
     if (v === undefined) throw new BuyCliError(`${flag} (or ${env}) is required: the most ${flag === '--max' ? 'one draw' : 'the draws of any 24 hours'} may cost, e.g. ${flag === '--max' ? '0.50' : '2.00'}; an agent gets no spending without a limit`);
   for (const [flag, v] of [['--max', o.max], ['--max-per-day', o.maxPerDay], ['--approve-above', o.approveAbove]] as const)
     if (v !== undefined && parseAmountCents(v) === null) throw new BuyCliError(`${flag} must be an amount in EUR with at most two decimals, e.g. 0.50; got ${JSON.stringify(v)}`);
+  // Shown to the model and the person as the service writes amounts ("0.50", not "0.5").
+  const eur = (v: string | undefined) => (v === undefined ? undefined : formatCents(parseAmountCents(v)!));
+  o = { ...o, max: eur(o.max), maxPerDay: eur(o.maxPerDay), approveAbove: eur(o.approveAbove) };
   const src = await readToken(io.env, o.tokenFile);
   const journal = resolve(o.journal ?? defaultJournal(io.env));
   const log = (line: string) => io.stderr(`[lds mcp] ${line}`);

@@ -4,7 +4,7 @@
 // the JavaScript of the code they hold. On an up-to-date tree it only compares modification times
 // (a few ms). Plain JavaScript on purpose: it runs before anything is compiled.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const STAMP = join('build', '.stamp');
@@ -30,7 +30,9 @@ try {
   // never built
 }
 const sources = Math.max(...SOURCES.map(newest));
-if (process.argv.includes('--force') || built === 0 || sources > built) {
+// The compiled CLI imports the client package's dist/: a missing one is rebuilt too.
+const clientBuilt = existsSync(join('client', 'dist', 'client', 'index.js'));
+if (process.argv.includes('--force') || built === 0 || sources > built || !clientBuilt) {
   console.error(built === 0 ? 'compiling to build/ (first start)…' : 'sources changed: recompiling to build/…');
   const started = Date.now();
   const client = spawnSync(process.execPath, [join('scripts', 'build-client.mjs')], { stdio: 'inherit' });
