@@ -5,10 +5,11 @@
 // What must stay true:
 //   - at most one holder at a time: the lock is a file created with O_EXCL ('wx'), which exactly one
 //     of several creators gets;
-//   - a lock left by a process that died is taken over, never waited on for ever: it is stale when
-//     its process no longer runs (same host: signal 0 answers ESRCH), or when it is older than
-//     STALE_MS (another host, or a pid reused since); a turn lasts milliseconds (read, check, append,
-//     fsync), so a live holder is never that old;
+//   - a lock left by a process that died is taken over, never waited on for ever: on the same host
+//     it is stale when its process no longer runs (signal 0 answers ESRCH), which is exact whatever
+//     the turn's length; a lock of another host (a journal on a shared file system) is stale when
+//     older than STALE_MS, as its process cannot be asked (a journal's turn lasts milliseconds:
+//     read, check, append, fsync); a pid reused since is waited on until the timeout, which names it;
 //   - taking over is itself exclusive: a second lock file (`<lock>.takeover`, also O_EXCL, held for
 //     the few microseconds of the swap) lets one process re-read the stale lock, confirm it is the
 //     very one it judged (its random nonce), remove it and retry; two processes that judged the same
@@ -19,7 +20,7 @@ import { open, readFile, stat, unlink } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
-/** A lock older than this is stale whoever holds it (a turn takes milliseconds). */
+/** A lock of another host older than this is stale (a journal's turn takes milliseconds). */
 export const STALE_MS = 30_000;
 
 interface Holder {
@@ -53,18 +54,18 @@ async function acquire(path: string, timeoutMs: number): Promise<() => Promise<v
     if (held !== 'young' && isStale(held) && (await takeOver(path, held))) continue;
     if (Date.now() >= deadline) {
       const who = typeof held === 'object' ? `process ${held.pid} on ${held.host} since ${new Date(held.since).toISOString()}` : 'an unreadable lock';
-      throw new LockTimeout(`the receipts journal is locked by ${who} (${path}); waited ${Math.round(timeoutMs / 1000)} s. If no lds process is running, delete ${path}`);
+      throw new LockTimeout(`locked by ${who} (${path}); waited ${Math.round(timeoutMs / 1000)} s. If that process is not an lds client, delete ${path}`);
     }
     // Short, growing, jittered waits: a turn takes milliseconds.
     await new Promise((r) => setTimeout(r, Math.min(100, 2 + attempt * 5) * (0.5 + Math.random())));
   }
 }
 
-/** Creates the lock file if none exists; true when this process now holds it. */
 function holderOfThisProcess(): Holder {
   return { pid: process.pid, host: hostname(), nonce: randomBytes(12).toString('base64url'), since: Date.now() };
 }
 
+/** Creates the lock file if none exists; true when this process now holds it. */
 async function create(path: string, holder: Holder): Promise<boolean> {
   let handle;
   try {
@@ -105,8 +106,8 @@ async function readHolder(path: string): Promise<Holder | 'gone' | 'young' | 'un
 
 function isStale(h: Holder | 'young' | 'unreadable'): boolean {
   if (h === 'young') return false;
-  if (h === 'unreadable' || Date.now() - h.since > STALE_MS) return true;
-  if (h.host !== hostname()) return false;
+  if (h === 'unreadable') return true;
+  if (h.host !== hostname()) return Date.now() - h.since > STALE_MS;
   try {
     process.kill(h.pid, 0);
     return false;

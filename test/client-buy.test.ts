@@ -85,7 +85,7 @@ test('lds buy --max --auto-topup on a fresh balance: tops up, pays, verifies, jo
 
   const verified = await cliAsync(['receipts', 'verify', journal]);
   assert.is(verified.code, 0, verified.stderr);
-  assert.match(verified.stdout, new RegExp(`^2 receipts verified \\(1 paid draw, ${price.replace('.', '\\.')} EUR\\); 0 not verified`));
+  assert.match(verified.stdout, new RegExp(`^2 receipts verified \\(1 paid draw, ${price.replace('.', '\\.')} EUR\\) against the service's live JWKS \\(\\S+\\); 0 not verified`));
 
   // The ledger: exactly one top-up and one debit, the debit being this draw.
   const s = await statement(token);
