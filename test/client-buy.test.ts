@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { cliAsync } from './helpers/build.ts';
 import { bearer, buildFixture, cents, postJson, refsByProduct, startTestServer, topUp, type TestServer } from './helpers/service-harness.ts';
 import { startFaultProxy } from './helpers/fault-proxy.ts';
-import { LdsClient, PolicyRefusal, ReceiptError, ServiceProblem, verifyJournal, type PaidDraw } from '../client/index.ts';
+import { LdsClient, PolicyRefusal, ReceiptError, ServiceProblem, tokenHintOf, verifyJournal, type PaidDraw } from '../client/index.ts';
 import { generateReceiptKey, ReceiptSigner } from '../payments/receipts.ts';
 import { formatCents } from '../contract/money.ts';
 import { hashToken } from '../payments/tokens.ts';
@@ -309,9 +309,14 @@ test('lds balance, statement (all pages, CSV) and rotate: the token from a 0600 
   assert.match(rows[0]!, /^at,kind,id,amount,currency,balance_after/);
   assert.equal(rows.slice(1).map((r) => r.split(',')[2]), expected.lines.map((l) => l.id));
 
-  const rot = await cliAsync(['rotate', '--base-url', srv.base, '--token-file', file], { env: { LDS_BALANCE_TOKEN: '' } });
+  const journal = join(d, 'receipts.ndjson');
+  const rot = await cliAsync(['rotate', '--base-url', srv.base, '--token-file', file, '--journal', journal], { env: { LDS_BALANCE_TOKEN: '' } });
   assert.is(rot.code, 0, rot.stderr);
   const fresh = (await readFile(file, 'utf8')).trim();
+  // The journal records the change by the tokens' hints (reconcile follows them), never a token.
+  const [rotated] = await journalOf(journal);
+  assert.equal([rotated.kind, rotated.token_hint, rotated.new_token_hint], ['rotate', tokenHintOf(token), tokenHintOf(fresh)]);
+  assert.not.ok((await readFile(journal, 'utf8')).includes(token) || (await readFile(journal, 'utf8')).includes(fresh));
   assert.match(fresh, TOKEN_RE);
   assert.is.not(fresh, token);
   assert.is((await stat(file)).mode & 0o777, 0o600);
