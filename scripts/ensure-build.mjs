@@ -35,7 +35,7 @@ const clientBuilt = existsSync(join('client', 'dist', 'client', 'index.js'));
 if (process.argv.includes('--force') || built === 0 || sources > built || !clientBuilt) {
   console.error(built === 0 ? 'compiling to build/ (first start)…' : 'sources changed: recompiling to build/…');
   const started = Date.now();
-  const client = spawnSync(process.execPath, [join('scripts', 'build-client.mjs')], { stdio: 'inherit' });
+  const client = spawnSync(process.execPath, [join('scripts', 'build-client.mjs'), ...(process.argv.includes('--force') ? ['--force'] : [])], { stdio: 'inherit' });
   if (client.status !== 0) process.exit(client.status ?? 1);
   const r = spawnSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
   if (r.status !== 0) {
