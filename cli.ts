@@ -1,6 +1,7 @@
 #!/usr/bin/env -S npx tsx
 // The one command-line entry (`npx lds …`): check, build, diff, publish, serve, topup, the buyer's
-// commands (buy, balance, statement, rotate, receipts verify), ledger, receipt, admin, licence. Each has --help.
+// commands (buy, balance, statement, rotate, receipts verify and reconcile, mcp), ledger, receipt,
+// admin, licence. Each has --help.
 import { Command, Option } from 'commander';
 import { relative, resolve } from 'node:path';
 import { dataPaths } from './payments/config.ts';
@@ -33,6 +34,27 @@ async function versionText(): Promise<string> {
 }
 
 const DEFAULT_ORIGIN = 'http://127.0.0.1:8080';
+
+/**
+ * Commander checks required options before unknown ones, so `lds buy --prodcut x` said "required
+ * option '--product' not specified" instead of naming the typo. For every command, the required
+ * options are checked just before the action instead (a preAction hook runs after commander's
+ * unknown-option check, which suggests the nearest option: "unknown option '--prodcut' (Did you
+ * mean --product?)"). Call it once every command is defined.
+ */
+function reportUnknownOptionsFirst(root: Command): void {
+  const required = new Map<Command, Option[]>();
+  const walk = (c: Command) => {
+    const mandatory = c.options.filter((o) => o.mandatory);
+    for (const o of mandatory) o.makeOptionMandatory(false);
+    if (mandatory.length) required.set(c, mandatory);
+    c.commands.forEach(walk);
+  };
+  walk(root);
+  root.hook('preAction', (_root, action) => {
+    for (const o of required.get(action) ?? []) if (action.getOptionValue(o.attributeName()) === undefined) action.error(`error: required option '${o.flags}' not specified`, { code: 'commander.missingMandatoryOptionValue' });
+  });
+}
 
 /** A default path as the user would type it: relative inside the checkout, absolute elsewhere. */
 function shown(path: string): string {
@@ -263,22 +285,51 @@ buyerOptions(
 buyerOptions(
   program
     .command('rotate')
-    .description(`replace the balance token with a new one (the old one stops working at once): written over --token-file, or printed once when the token came from ${TOKEN_ENV}`),
+    .description(`replace the balance token with a new one (the old one stops working at once): written over --token-file, or printed once when the token came from ${TOKEN_ENV}; the journal records the change (token hints, never a token)`)
+    .option('--journal <file>', 'the receipts journal to record the rotation in; default $XDG_STATE_HOME/lds/receipts.ndjson'),
 ).action(async (o) => {
   const { runRotate } = await import('./cli/buy.ts');
   await runRotate(o, buyerIo());
 });
-program
-  .command('receipts')
-  .description('the receipts journal of `lds buy` and the client library')
+const receipts = program.command('receipts').description('the receipts journal of `lds buy`, `lds mcp` and the client package, checked against the service');
+receipts
   .command('verify')
-  .description('re-verify every receipt of a receipts journal offline, against the JWKS the journal recorded (or --jwks); exits 1 when one does not verify')
+  .description("re-verify every receipt of a receipts journal against the service's live JWKS (or a saved --jwks, or the journal's keys pinned with --pin); says plainly when only the journal's own keys could be used; exits 1 naming each line that does not verify")
   .argument('<journal>', 'the NDJSON journal')
-  .option('--jwks <url-or-file>', 'check against this JWKS instead of the keys recorded in the journal')
+  .option('--jwks <url-or-file>', "check against this JWKS (a URL or a saved copy of /.well-known/jwks.json) instead of the live one of each journal line's service")
+  .option('--pin <kid...>', "offline: trust only the journal's keys with these key ids (RFC 7638 thumbprints, the kid of the service's JWKS); receipts signed by any other key fail")
+  .option('--offline', "check only against the keys recorded in the journal (proves nothing against a rewritten journal: say so)")
   .option('--json', 'print the report as JSON')
-  .action(async (file: string, o: { jwks?: string; json?: boolean }) => {
-    const { runReceiptsVerify } = await import('./cli/buy.ts');
+  .action(async (file: string, o: { jwks?: string; pin?: string[]; offline?: boolean; json?: boolean }) => {
+    const { runReceiptsVerify } = await import('./cli/receipts.ts');
     await runReceiptsVerify(file, o, buyerIo());
+  });
+receipts
+  .command('reconcile')
+  .description(`compare the journal's draws and top-ups of one balance with the service's statement of that balance over the same period: each receipt has its statement line (same id and amount), each statement draw and top-up its journal line; each difference named, exit 1; ${TOKEN_HELP}. (The operator's receipts-against-ledger check is \`lds ledger reconcile\`.)`)
+  .argument('<journal>', 'the NDJSON journal')
+  .option('--base-url <url>', "the service's API base (default: the one base_url the journal names)")
+  .option('--token-file <file>', `file holding the balance token (mode 0600); ${TOKEN_ENV} takes precedence`)
+  .option('--since <instant>', "compare from this ISO 8601 instant (default: the balance's first journal line)")
+  .option('--json', 'print the reconciliation as JSON')
+  .action(async (file: string, o: { baseUrl?: string; tokenFile?: string; since?: string; json?: boolean }) => {
+    const { runReceiptsReconcile } = await import('./cli/receipts.ts');
+    await runReceiptsReconcile(file, o, buyerIo());
+  });
+
+program
+  .command('mcp')
+  .description(`a stdio MCP server for agent hosts (Claude Desktop and Code, VS Code, Cursor) over the client package: find products, quote, buy within the spending policy (above --approve-above: the person approves, or nothing is paid), balance, statement, verify the journal. The token and the policy come from this configuration, never from the model; ${TOKEN_HELP}`)
+  .option('--base-url <url>', "the service's API base (also LDS_BASE_URL)", process.env.LDS_BASE_URL ?? DEFAULT_BASE_URL)
+  .option('--token-file <file>', `file holding the balance token (mode 0600); ${TOKEN_ENV} takes precedence`)
+  .option('--max <eur>', 'required: refuse a draw that costs more than this (also LDS_MAX_PER_DRAW)', process.env.LDS_MAX_PER_DRAW)
+  .option('--max-per-day <eur>', 'required: refuse a draw that would take the paid draws of the last 24 hours (counted in the journal, across processes) above this (also LDS_MAX_PER_DAY)', process.env.LDS_MAX_PER_DAY)
+  .option('--approve-above <eur>', 'draws costing more than this need the person\'s approval: asked through the host (MCP elicitation) when it can, else nothing is paid and the result says how to approve (also LDS_APPROVE_ABOVE)', process.env.LDS_APPROVE_ABOVE)
+  .option('--journal <file>', 'the receipts journal (also LDS_JOURNAL); default $XDG_STATE_HOME/lds/receipts.ndjson', process.env.LDS_JOURNAL)
+  .addHelpText('after', `\nStandard output is the MCP channel; progress and errors go to standard error. An agent host starts it, e.g.:\n  {"command": "npx", "args": ["lds", "mcp", "--max", "0.50", "--max-per-day", "2.00", "--token-file", "/home/me/.lds-token"]}\n(docs/agents.md has the snippets for Claude Desktop, Claude Code, VS Code and Cursor.)`)
+  .action(async (o) => {
+    const { runMcp } = await import('./cli/mcp.ts');
+    await runMcp(o, { env: process.env, stderr: (l: string) => process.stderr.write(`${l}\n`) });
   });
 
 const ledger = program
@@ -420,6 +471,7 @@ adminOptions(
   printJson(await adminPost(o.baseUrl, 'tokens/revoke', { token_hash: o.tokenHash }, {}));
 });
 
+reportUnknownOptionsFirst(program);
 try {
   await program.parseAsync();
 } catch (err) {

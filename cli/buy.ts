@@ -1,5 +1,6 @@
-// `lds buy`, `lds balance`, `lds statement`, `lds rotate` and `lds receipts verify`: the buyer's
-// commands, thin over the client library (client/). The balance token comes from LDS_BALANCE_TOKEN
+// `lds buy`, `lds balance`, `lds statement` and `lds rotate`: the buyer's commands, thin over the
+// client package (lds-catalogue-client, imported by its name as any buyer imports it; the receipts
+// commands are cli/receipts.ts). The balance token comes from LDS_BALANCE_TOKEN
 // or a file only readable by its owner (--token-file, mode 0600), never from the command line (shell
 // history, ps). Progress goes to standard error, results to standard output (--json: one object).
 //
@@ -10,17 +11,15 @@
 //   never overwritten) before the draw is paid; without --token-file such a buy is refused before
 //   any money moves, as the token would otherwise be lost;
 // - `rotate` writes the new token over the --token-file (0600, atomically); with the token from
-//   LDS_BALANCE_TOKEN it prints the new one once, as the service shows it once.
+//   LDS_BALANCE_TOKEN it prints the new one once, as the service shows it once. It records the
+//   rotation in the journal (the hints of the old and new token, never a token), so `receipts
+//   reconcile` knows the lines of the old token belong to the same balance.
 import { chmod, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { parseAmountCents } from '../contract/money.ts';
-import { isWellFormedToken } from '../payments/tokens.ts';
-import { LdsClient } from '../client/client.ts';
-import { LdsError } from '../client/errors.ts';
-import { verifyJournal } from '../client/journal.ts';
-import { DEFAULT_SPT, TOKEN_ENV } from './topup.ts';
+import { LdsClient, LdsError, apiBase, isWellFormedToken, parseAmountCents, type ClientOptions } from 'lds-catalogue-client';
 import { STATEMENT_PAGE } from '../contract/limits.ts';
+import { DEFAULT_SPT, TOKEN_ENV } from './topup.ts';
 
 export class BuyCliError extends LdsError {}
 
@@ -42,8 +41,12 @@ export interface TokenSource {
   file?: string;
 }
 
-/** The token: LDS_BALANCE_TOKEN, else --token-file (which must not be readable by others). */
-export async function readToken(env: NodeJS.ProcessEnv, tokenFile?: string): Promise<TokenSource> {
+/**
+ * The token: LDS_BALANCE_TOKEN, else --token-file (which must not be readable by others). A token
+ * file that does not exist is an error naming it, unless `mayCreate` (a buy that may open a balance
+ * writes its token there); an empty one too.
+ */
+export async function readToken(env: NodeJS.ProcessEnv, tokenFile?: string, o: { mayCreate?: boolean } = {}): Promise<TokenSource> {
   const check = (token: string, from: string) => {
     if (!isWellFormedToken(token)) throw new BuyCliError(`the balance token from ${from} is not a balance token (lds_bal_ followed by 43 base64url characters)`);
     return token;
@@ -55,11 +58,13 @@ export async function readToken(env: NodeJS.ProcessEnv, tokenFile?: string): Pro
   try {
     mode = (await stat(file)).mode;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { from: tokenFile, file };
-    throw new BuyCliError(`--token-file ${tokenFile}: ${(err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new BuyCliError(`--token-file ${tokenFile}: ${(err as Error).message}`);
+    if (o.mayCreate) return { from: tokenFile, file };
+    throw new BuyCliError(`--token-file ${tokenFile}: no such file (${file}). Save the balance token there (one line, chmod 600), or set ${TOKEN_ENV}; \`lds buy --auto-topup 5.00 --token-file ${tokenFile}\` opens a balance and writes its token there`);
   }
   if (mode & 0o077) throw new BuyCliError(`--token-file ${tokenFile} can be read by others (mode ${(mode & 0o777).toString(8)}): run chmod 600 ${tokenFile}`);
   const token = (await readFile(file, 'utf8')).split('\n')[0]!.trim();
+  if (!token) throw new BuyCliError(`--token-file ${tokenFile} is empty: its first line must be the balance token (lds_bal_…)`);
   return { token: check(token, `--token-file ${tokenFile}`), from: `--token-file ${tokenFile}`, file };
 }
 
@@ -75,13 +80,23 @@ async function saveToken(file: string, token: string, replace: boolean): Promise
   await rename(tmp, file);
 }
 
+/** --base-url checked as the client checks it, named as the command line names it. */
+export function checkBaseUrl(baseUrl: string): void {
+  try {
+    apiBase(baseUrl, '--base-url');
+  } catch (err) {
+    throw new BuyCliError((err as Error).message);
+  }
+}
+
 interface CommonOptions {
   baseUrl: string;
   tokenFile?: string;
   json?: boolean;
 }
 
-async function clientFor(o: CommonOptions & { journal?: string }, io: BuyerIo, extra: Partial<import('../client/client.ts').ClientOptions> = {}, known?: TokenSource) {
+export async function clientFor(o: CommonOptions & { journal?: string }, io: BuyerIo, extra: Partial<ClientOptions> = {}, known?: TokenSource) {
+  checkBaseUrl(o.baseUrl);
   const src = known ?? (await readToken(io.env, o.tokenFile));
   const client = await LdsClient.create({
     baseUrl: o.baseUrl,
@@ -107,13 +122,14 @@ export interface BuyOptions extends CommonOptions {
 }
 
 export async function runBuy(o: BuyOptions, io: BuyerIo): Promise<void> {
+  checkBaseUrl(o.baseUrl);
   if (!o.query === !o.unit?.length) throw new BuyCliError('give exactly one of --query Q and --unit REF…');
   const limit = o.limit === undefined ? undefined : Number(o.limit);
   if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new BuyCliError(`--limit must be a positive whole number; got ${JSON.stringify(o.limit)}`);
   for (const [flag, v] of [['--max', o.max], ['--max-per-day', o.maxPerDay], ['--auto-topup', o.autoTopup]] as const)
     if (v !== undefined && parseAmountCents(v) === null) throw new BuyCliError(`${flag} must be an amount in EUR with at most two decimals, e.g. 0.50; got ${JSON.stringify(v)}`);
   const journal = resolve(o.journal ?? defaultJournal(io.env));
-  const src = await readToken(io.env, o.tokenFile);
+  const src = await readToken(io.env, o.tokenFile, { mayCreate: !!o.autoTopup });
   if (!src.token && !o.autoTopup) throw new BuyCliError(`no balance token: set ${TOKEN_ENV} or give --token-file FILE (mode 0600); or add --auto-topup 5.00 --token-file FILE to open a balance and keep its token in FILE`);
   if (!src.token && !src.file) throw new BuyCliError('--auto-topup would open a new balance: give --token-file FILE so its token is kept (created with mode 0600); nothing was paid');
   io.stderr(`journal: ${journal}`);
@@ -178,10 +194,16 @@ export async function runStatement(o: CommonOptions & { csv?: boolean; limit?: s
   if (o.json) io.stdout(JSON.stringify(all));
 }
 
-export async function runRotate(o: CommonOptions, io: BuyerIo): Promise<void> {
-  const { client, src } = await clientFor(o, io);
+export async function runRotate(o: CommonOptions & { journal?: string }, io: BuyerIo): Promise<void> {
+  const src = await readToken(io.env, o.tokenFile);
   if (!src.token) throw new BuyCliError(`no balance token to rotate: set ${TOKEN_ENV} or give --token-file FILE`);
-  const fresh = await client.rotateToken();
+  const { client } = await clientFor({ ...o, journal: resolve(o.journal ?? defaultJournal(io.env)) }, io, {}, src);
+  let fresh: string;
+  try {
+    fresh = await client.rotateToken();
+  } finally {
+    await client.close();
+  }
   if (src.from !== TOKEN_ENV && src.file) {
     await saveToken(src.file, fresh, true);
     io.stderr(`rotated: the new token replaced the old one in ${src.file}; the old token no longer works`);
@@ -190,30 +212,6 @@ export async function runRotate(o: CommonOptions, io: BuyerIo): Promise<void> {
   }
   io.stderr(`rotated: the old token (${TOKEN_ENV}) no longer works; the new one is shown once, below`);
   io.stdout(o.json ? JSON.stringify({ rotated: true, balance_token: fresh }) : fresh);
-}
-
-export async function runReceiptsVerify(file: string, o: { jwks?: string; json?: boolean }, io: BuyerIo): Promise<void> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    throw new BuyCliError(`${file}: ${(err as Error).message}`);
-  }
-  let jwks;
-  if (o.jwks) {
-    try {
-      jwks = /^https?:\/\//.test(o.jwks) ? await (await fetch(o.jwks)).json() : JSON.parse(await readFile(o.jwks, 'utf8'));
-    } catch (err) {
-      throw new BuyCliError(`--jwks ${o.jwks}: ${(err as Error).message}`);
-    }
-  }
-  const report = verifyJournal(text, jwks);
-  if (o.json) io.stdout(JSON.stringify(report));
-  for (const bad of report.invalid) io.stderr(`${file}:${bad.line}: ${bad.kind} ${bad.id} NOT verified: ${bad.reason}`);
-  for (const n of report.unreadable) io.stderr(`${file}:${n}: not a JSON line`);
-  const summary = `${report.verified} receipt${report.verified === 1 ? '' : 's'} verified (${report.drawsPaid} paid draw${report.drawsPaid === 1 ? '' : 's'}, ${report.spent} EUR); ${report.invalid.length} not verified; ${report.recordedFailures} refused receipt${report.recordedFailures === 1 ? '' : 's'} recorded as failures`;
-  if (!o.json) io.stdout(summary);
-  if (report.invalid.length || report.unreadable.length) throw new BuyCliError(`${file}: ${report.invalid.length} receipt${report.invalid.length === 1 ? '' : 's'} did not verify${report.unreadable.length ? `, ${report.unreadable.length} unreadable line${report.unreadable.length === 1 ? '' : 's'}` : ''}`);
 }
 
 export { DEFAULT_SPT };

@@ -1,5 +1,5 @@
 // `lds topup`: fund a prepaid balance from the command line, as a buyer does, with the official mppx
-// client (client/mpp.ts): the first request gets the 402 MPP challenge, the client answers
+// client (through the client package's lds-catalogue-client/mpp): the first request gets the 402 MPP challenge, the client answers
 // it with a credential carrying the Shared Payment Token, the service answers 200. Works against any
 // deployment (--base-url). Secrets stay out of the way: the balance token to credit comes from
 // LDS_BALANCE_TOKEN or standard input (`--token -`) when it should not appear in shell history or
@@ -7,7 +7,7 @@
 // service shows it once.
 // The mppx client is imported when a top-up runs, so cli.ts can read the defaults below cheaply.
 import { formatCents, parseAmountCents } from '../contract/money.ts';
-import { isWellFormedToken } from '../payments/tokens.ts';
+import { apiBase, isWellFormedToken } from 'lds-catalogue-client';
 import { cannotReach, isUnreachable } from './reach.ts';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080/v1';
@@ -75,17 +75,13 @@ function firstLine(stream: NodeJS.ReadableStream): Promise<string> {
   });
 }
 
-/** The top-up endpoint under a base URL such as http://127.0.0.1:8080/v1. */
+/** The top-up endpoint under a base URL such as http://127.0.0.1:8080/v1 (checked as the client package checks it). */
 export function topupUrl(baseUrl: string): string {
-  let url: URL;
   try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new TopupCliError(`--base-url must be the API base, e.g. ${DEFAULT_BASE_URL}; got ${JSON.stringify(baseUrl)}`);
+    return `${apiBase(baseUrl, '--base-url').base}/lds/balance/topup`;
+  } catch (err) {
+    throw new TopupCliError((err as Error).message);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TopupCliError(`--base-url must be an http or https URL, e.g. ${DEFAULT_BASE_URL}`);
-  if (url.username || url.password || url.search || url.hash) throw new TopupCliError('--base-url must be a plain API base: no credentials, query or fragment');
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}/lds/balance/topup`;
 }
 
 /** One readable line for a refused top-up: the problem's title, status, type and detail. */
@@ -113,7 +109,7 @@ async function paymentReference(receipt: string): Promise<string | undefined> {
 export async function runTopup(o: TopupCliOptions, io: TopupIo): Promise<void> {
   const url = topupUrl(o.baseUrl);
   const credit = await balanceToCredit(o.token, io);
-  const { payTopup } = await import('../client/mpp.ts');
+  const { payTopup } = await import('lds-catalogue-client/mpp');
   let res: Response;
   try {
     res = await payTopup(url, o.amount, { spt: o.spt, ...(credit ? { balanceToken: credit.token } : {}) });

@@ -2,19 +2,52 @@
 // through MPP (the mppx client, client/mpp.ts), balance, statement, token rotation. Only fetch,
 // node:crypto and the mppx client: no server code (contract/ holds what both sides share).
 //
+// Which API: the one of contract/catalogue.ts CATALOGUE_FORMAT, /v1; the base URL must end in it
+// (a base without it would answer 404 to every call), and the package's major version is that number.
+//
 // Where it talks: every API call goes to the base URL it was given, and receipts are verified
 // against the JWKS of that same origin (/.well-known/jwks.json), whatever addresses the published
 // documents name: the keys a receipt is checked with come from the service that was paid, never from
 // a link a document could point elsewhere. discover() reports the published addresses as they are.
+import { createHash } from 'node:crypto';
+import { isWellFormedToken, tokenHint } from '../contract/balance-token.ts';
+import { CATALOGUE_FORMAT, type CatalogueDoc } from '../contract/catalogue.ts';
 import { formatCents, parseAmountCents } from '../contract/money.ts';
 import { verifyReceipt, type Jwks } from '../contract/receipts.ts';
 import { NetworkError, PolicyRefusal, ReceiptError, ServiceProblem, LdsError } from './errors.ts';
-import { Journal } from './journal.ts';
-import { DAY_MS, checkDraw, checkTopup, parsePolicy, type CentsPolicy, type SpendingPolicy } from './policy.ts';
+import { Journal, type JournalEntry } from './journal.ts';
+import { DAY_MS, checkDayBudget, checkDraw, checkTopup, parsePolicy, type CentsPolicy, type SpendingPolicy } from './policy.ts';
 import { networkReason, sendWithRetry, type RetryEnv, type RetryOptions } from './retry.ts';
 import type { DrawReceipt, DrawRequestBody, PaidDraw, Quote, StatementLine, TopupResult, Discovery } from './types.ts';
 import { TOPUP_MINIMUM_CENTS } from '../contract/limits.ts';
 
+/** The service API this client speaks: every base URL ends in it. */
+export const API_VERSION = `v${CATALOGUE_FORMAT}` as const;
+
+/**
+ * The API base a client talks to, checked: an http(s) URL without credentials, query or fragment,
+ * whose path ends in /v1 (the API this client speaks). Trailing slashes are dropped. Throws a
+ * TypeError that says what is wrong and shows the right form, naming the value as `name`.
+ */
+export function apiBase(baseUrl: string, name = 'baseUrl'): { base: string; origin: string } {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new TypeError(`${name} must be the API base, e.g. https://example.org/${API_VERSION}; got ${JSON.stringify(baseUrl)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`${name} must be an http or https URL, e.g. https://example.org/${API_VERSION}; got ${JSON.stringify(baseUrl)}`);
+  if (url.username || url.password || url.search || url.hash) throw new TypeError(`${name} must be a plain API base: no credentials, query or fragment`);
+  const path = url.pathname.replace(/\/+$/, '');
+  if (!path.endsWith(`/${API_VERSION}`))
+    throw new TypeError(`${name} must end in /${API_VERSION}, the API this client speaks (the catalogue's base_url): ${url.origin}${path}/${API_VERSION}, not ${JSON.stringify(baseUrl)}`);
+  return { base: `${url.origin}${path}`, origin: url.origin };
+}
+
+/** The hint of a balance token kept in the journal (never the token): `bal#` + 8 hex of its SHA-256. */
+export function tokenHintOf(token: string): string {
+  return tokenHint(createHash('sha256').update(token, 'utf8').digest('hex'));
+}
 
 export interface AutoTopup {
   /** what one automatic top-up adds (at least what the draw lacks, and never above policy.maxPerTopup) */
@@ -55,16 +88,9 @@ export class LdsClient {
   private jwks: Jwks = { keys: [] };
 
   private constructor(o: ClientOptions, journal: Journal) {
-    let url: URL;
-    try {
-      url = new URL(o.baseUrl);
-    } catch {
-      throw new TypeError(`baseUrl must be the API base, e.g. https://example.org/v1; got ${JSON.stringify(o.baseUrl)}`);
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError('baseUrl must be an http or https URL');
-    if (url.username || url.password || url.search || url.hash) throw new TypeError('baseUrl must be a plain API base: no credentials, query or fragment');
-    this.baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
-    this.origin = url.origin;
+    ({ base: this.baseUrl, origin: this.origin } = apiBase(o.baseUrl));
+    // Named here, never echoed: a mistyped token would otherwise travel and come back as a 401.
+    if (o.token !== undefined && !isWellFormedToken(o.token)) throw new TypeError('token is not a balance token (lds_bal_ followed by 43 base64url characters)');
     this.o = o;
     this.token = o.token;
     this.policy = parsePolicy(o.policy);
@@ -81,6 +107,7 @@ export class LdsClient {
 
   /** Makes a client; opens the journal file when one is named. */
   static async create(o: ClientOptions): Promise<LdsClient> {
+    apiBase(o.baseUrl); // a bad base URL is named before a journal file is made
     const journal = o.journal instanceof Journal ? o.journal : o.journal ? await Journal.open(o.journal) : Journal.memory();
     return new LdsClient(o, journal);
   }
@@ -92,6 +119,12 @@ export class LdsClient {
 
   async close(): Promise<void> {
     if (!(this.o.journal instanceof Journal)) await this.journal.close();
+  }
+
+  /** Appends a journal line about this service and, when a token is held, its hint. */
+  private record(entry: Omit<JournalEntry, 'v' | 'at' | 'base_url'>, check?: (journal: Journal) => void | Promise<void>): Promise<JournalEntry> {
+    const line = { kind: entry.kind, base_url: this.baseUrl, ...(this.token ? { token_hint: tokenHintOf(this.token) } : {}), ...entry };
+    return check ? this.journal.appendChecked(line, check) : this.journal.append(line);
   }
 
   private now(): number {
@@ -150,7 +183,7 @@ export class LdsClient {
   }
 
   /** The catalogue snapshot (products, live counts, prices). */
-  async catalogue(): Promise<any> {
+  async catalogue(): Promise<CatalogueDoc> {
     const { res, json } = await this.send('catalogue', '/lds/_catalog', { method: 'GET', idempotent: true });
     if (res.status !== 200) throw this.problem('catalogue', res, json);
     return json;
@@ -214,6 +247,8 @@ export class LdsClient {
     this.requireToken('rotate');
     const { res, json } = await this.send('token rotation', '/lds/balance/token', { method: 'POST', auth: true, idempotent: false });
     if (res.status !== 200 || typeof json?.balance_token !== 'string') throw this.problem('token rotation', res, json);
+    // The old token's hint, then the new one: `receipts reconcile` follows the chain to one balance.
+    await this.record({ kind: 'rotate', new_token_hint: tokenHintOf(json.balance_token) });
     this.token = json.balance_token;
     return json.balance_token;
   }
@@ -231,7 +266,7 @@ export class LdsClient {
     const byKid = new Map(this.jwks.keys.map((k) => [k.kid, k]));
     for (const k of json.keys) byKid.set(k.kid, k);
     this.jwks = { keys: [...byKid.values()] };
-    await this.journal.append({ kind: 'jwks', base_url: this.baseUrl, jwks: json });
+    await this.record({ kind: 'jwks', jwks: json });
   }
 
   /** Verifies a receipt: the key of its kid from the cache, refetched once when the kid is unknown. */
@@ -264,7 +299,10 @@ export class LdsClient {
     for (let round = 0; ; round++) {
       const amount = parseAmountCents(q.amount);
       if (amount === null) throw new LdsError(`the quote's amount ${JSON.stringify(q.amount)} is not an amount`);
-      if (checked !== q.quote_id) await this.refuseIf('draw', () => checkDraw(this.policy, q, amount, this.journal.spentSince(this.now() - DAY_MS)));
+      // The whole policy (approval included) first, without holding the journal: approve() may take a
+      // person's time. Then the day budget again, in the same locked turn as the pay line, so that
+      // payments other processes recorded meanwhile count and none can slip in between.
+      if (checked !== q.quote_id) await this.refuseIf(() => checkDraw(this.policy, q, amount, this.journal.spentSince(this.now() - DAY_MS)));
       checked = q.quote_id;
       if (!this.token) {
         if (!this.o.autoTopup) throw new LdsError('paying needs a balance token: give the client one, or allow an automatic top-up (autoTopup) to open a balance');
@@ -272,21 +310,21 @@ export class LdsClient {
         toppedUp = true;
       }
       const sent = q.quote_id;
-      await this.journal.append({ kind: 'pay', base_url: this.baseUrl, quote_id: sent, product_id: q.product_id, amount: q.amount, unit_count: q.unit_count });
+      await this.refuseIf(() => this.record({ kind: 'pay', quote_id: sent, product_id: q.product_id, amount: q.amount, unit_count: q.unit_count }, (journal) => checkDayBudget(this.policy, q, amount, journal.spentSince(this.now() - DAY_MS))));
       this.o.onProgress?.(`paying ${q.amount} ${q.currency} for ${q.unit_count} unit${q.unit_count === 1 ? '' : 's'} of ${q.product_id}`);
       const payBody = q.pay_with ?? { product_id: q.product_id, currency: q.currency, quote_id: sent, ...(q.units ? { units: q.units } : {}), ...(q.query !== undefined ? { query: q.query, limit: q.limit } : {}) };
       let answer: { res: Response; json: any };
       try {
         answer = await this.send('paid draw', '/lds/draw', { method: 'POST', body: payBody, auth: true, idempotent: true });
       } catch (err) {
-        await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'draw', quote_id: sent, charged: true, reason: (err as Error).message });
+        await this.record({ kind: 'failure', action: 'draw', quote_id: sent, charged: true, reason: (err as Error).message });
         throw err;
       }
       const { res, json } = answer;
       if (res.status === 200) return this.accept(q, json);
       const err = this.problem('paid draw', res, json);
       // Nothing was charged for this quote on any of these answers.
-      await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'draw', quote_id: sent, charged: false, status: res.status, type: err.type, reason: err.message });
+      await this.record({ kind: 'failure', action: 'draw', quote_id: sent, charged: false, status: res.status, type: err.type, reason: err.message });
       if (round >= 2) throw err;
       if (err.type === 'quote-expired' && json?.quote?.quote_id) {
         q = json.quote as Quote; // a fresh quote for the same request: the policy checks it again
@@ -310,12 +348,12 @@ export class LdsClient {
   }
 
   /** Runs a policy check; a refusal is journaled, then thrown. */
-  private async refuseIf(_what: string, check: () => void | Promise<void>): Promise<void> {
+  private async refuseIf(check: () => unknown): Promise<void> {
     try {
       await check();
     } catch (err) {
       if (err instanceof PolicyRefusal)
-        await this.journal.append({ kind: 'refused', base_url: this.baseUrl, action: err.action, limit: err.limit, limit_amount: err.limitAmount, asked: err.asked, ...(err.quoteId ? { quote_id: err.quoteId } : {}) });
+        await this.record({ kind: 'refused', action: err.action, limit: err.limit, limit_amount: err.limitAmount, asked: err.asked, ...(err.quoteId ? { quote_id: err.quoteId } : {}) });
       throw err;
     }
   }
@@ -329,10 +367,10 @@ export class LdsClient {
       reason = `it is for quote ${receipt!.quote_id} of ${receipt!.amount} EUR, not the quote paid (${q.quote_id}, ${q.amount} EUR)`;
     if (!reason && (!Array.isArray(paid.units) || paid.units.length !== receipt!.unit_count)) reason = `it says ${receipt!.unit_count} units, the answer holds ${Array.isArray(paid.units) ? paid.units.length : 'none'}`;
     if (reason) {
-      await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'draw', quote_id: q.quote_id, charged: true, reason: `receipt: ${reason}`, receipt: receipt ?? null });
+      await this.record({ kind: 'failure', action: 'draw', quote_id: q.quote_id, charged: true, reason: `receipt: ${reason}`, receipt: receipt ?? null });
       throw new ReceiptError(reason, receipt, true, `paid draw of quote ${q.quote_id}`);
     }
-    await this.journal.append({ kind: 'draw', base_url: this.baseUrl, quote_id: q.quote_id, draw_id: receipt!.draw_id, product_id: q.product_id, amount: receipt!.amount, unit_count: receipt!.unit_count, kid: (v as { kid: string }).kid, receipt });
+    await this.record({ kind: 'draw', quote_id: q.quote_id, draw_id: receipt!.draw_id, product_id: q.product_id, amount: receipt!.amount, unit_count: receipt!.unit_count, kid: (v as { kid: string }).kid, receipt });
     return paid;
   }
 
@@ -344,9 +382,9 @@ export class LdsClient {
   async topup(amount: string): Promise<TopupResult> {
     const cents = parseAmountCents(amount);
     if (cents === null) throw new TypeError(`topup amount must be in EUR with at most two decimals, e.g. "5.00"; got ${JSON.stringify(amount)}`);
-    await this.refuseIf('topup', () => checkTopup(this.policy, cents));
+    await this.refuseIf(() => checkTopup(this.policy, cents));
     if (!this.o.spt) throw new LdsError('top-up: no Shared Payment Token (spt) given to the client');
-    const { payTopup } = await import('./mpp.ts');
+    const { payTopup } = await import('./mpp.ts'); // the mppx client loads only when a top-up runs
     // The mppx client's requests go through the same retries: resending a credential is safe (the
     // service answers a credited challenge again, without crediting twice).
     const env = this.env;
@@ -360,7 +398,7 @@ export class LdsClient {
       res = await payTopup(url, formatCents(cents), { spt: this.o.spt, fetch: retryingFetch, ...(this.token ? { balanceToken: this.token } : {}) });
     } catch (err) {
       const reason = (err as Error).name === 'TypeError' && (err as { cause?: unknown }).cause ? `no answer from ${url} (${networkReason(err)})` : `the service asked for a payment this client cannot make: ${(err as Error).message}`;
-      await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'topup', amount: formatCents(cents), charged: false, reason });
+      await this.record({ kind: 'failure', action: 'topup', amount: formatCents(cents), charged: false, reason });
       throw new NetworkError(`top-up: ${reason}`);
     }
     const text = await res.text();
@@ -372,7 +410,7 @@ export class LdsClient {
     }
     if (res.status !== 200) {
       const err = this.problem('top-up', res, json);
-      await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'topup', amount: formatCents(cents), charged: false, status: res.status, type: err.type, reason: err.message });
+      await this.record({ kind: 'failure', action: 'topup', amount: formatCents(cents), charged: false, status: res.status, type: err.type, reason: err.message });
       throw err;
     }
     const { balance_token: newToken, ...rest } = json as TopupResult & { balance_token?: string };
@@ -385,10 +423,10 @@ export class LdsClient {
     const v = await this.verify(receipt);
     const reason = !v.ok ? v.reason : receipt.amount !== formatCents(cents) ? `it is for ${receipt.amount} EUR, not the ${formatCents(cents)} EUR paid` : '';
     if (reason) {
-      await this.journal.append({ kind: 'failure', base_url: this.baseUrl, action: 'topup', amount: formatCents(cents), charged: true, reason: `receipt: ${reason}`, receipt: receipt ?? null });
+      await this.record({ kind: 'failure', action: 'topup', amount: formatCents(cents), charged: true, reason: `receipt: ${reason}`, receipt: receipt ?? null });
       throw new ReceiptError(reason, receipt, true, `top-up of ${formatCents(cents)} EUR`);
     }
-    await this.journal.append({ kind: 'topup', base_url: this.baseUrl, amount: receipt.amount, topup_id: receipt.topup_id, new_balance: !!newToken, kid: (v as { kid: string }).kid, receipt });
+    await this.record({ kind: 'topup', amount: receipt.amount, topup_id: receipt.topup_id, new_balance: !!newToken, kid: (v as { kid: string }).kid, receipt });
     return { ...rest, new_balance: !!newToken };
   }
 }

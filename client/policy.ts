@@ -6,8 +6,9 @@
 //   maxPerTopup   the most one top-up may charge (an automatic top-up included)
 //   maxPerDay     the most the paid draws of any rolling 24 hours may cost together. The client
 //                 counts the draws it paid in the receipts journal (client/journal.ts), so the
-//                 budget holds across runs that share a journal; without a journal file it counts
-//                 only this process's draws. A draw whose answer was lost counts (it may be paid).
+//                 budget holds across runs and concurrent processes that share a journal (checked
+//                 again in the locked turn that records the payment); without a journal file it
+//                 counts only this process's draws. A draw whose answer was lost counts (it may be paid).
 //   approveAbove  draws costing more than this are paid only when `approve(quote)` says yes
 //                 (without a callback they are refused); with a callback and no threshold, every
 //                 draw is put to it.
@@ -54,6 +55,18 @@ export async function checkDraw<Q>(p: CentsPolicy<Q>, quote: Q & { quote_id: str
   const asked = formatCents(amount);
   if (p.maxPerDraw !== undefined && amount > p.maxPerDraw)
     throw new PolicyRefusal('max_per_draw', formatCents(p.maxPerDraw), asked, 'draw', `the draw costs ${asked} EUR, more than the per-draw limit of ${formatCents(p.maxPerDraw)} EUR`, quote.quote_id);
+  checkDayBudget(p, quote, amount, spentToday);
+  const threshold = p.approveAbove ?? (p.approve ? -1 : undefined);
+  if (threshold !== undefined && amount > threshold) {
+    const approved = p.approve ? await p.approve(quote) : false;
+    if (!approved)
+      throw new PolicyRefusal('approval', formatCents(Math.max(0, threshold)), asked, 'draw', p.approve ? `the draw costs ${asked} EUR and approve() declined it` : `the draw costs ${asked} EUR, above the approval threshold, and no approve() callback was given`, quote.quote_id);
+  }
+}
+
+/** The day budget alone (the client checks it again in the turn that records the payment). Throws PolicyRefusal. */
+export function checkDayBudget<Q>(p: CentsPolicy<Q>, quote: Q & { quote_id: string }, amount: number, spentToday: number): void {
+  const asked = formatCents(amount);
   if (p.maxPerDay !== undefined && spentToday + amount > p.maxPerDay)
     throw new PolicyRefusal(
       'max_per_day',
@@ -63,12 +76,6 @@ export async function checkDraw<Q>(p: CentsPolicy<Q>, quote: Q & { quote_id: str
       `the draw costs ${asked} EUR and ${formatCents(spentToday)} EUR was spent in the last 24 hours: together more than the daily limit of ${formatCents(p.maxPerDay)} EUR`,
       quote.quote_id,
     );
-  const threshold = p.approveAbove ?? (p.approve ? -1 : undefined);
-  if (threshold !== undefined && amount > threshold) {
-    const approved = p.approve ? await p.approve(quote) : false;
-    if (!approved)
-      throw new PolicyRefusal('approval', formatCents(Math.max(0, threshold)), asked, 'draw', p.approve ? `the draw costs ${asked} EUR and approve() declined it` : `the draw costs ${asked} EUR, above the approval threshold, and no approve() callback was given`, quote.quote_id);
-  }
 }
 
 /** Checks a top-up of `amount` cents. Throws PolicyRefusal. */

@@ -3,6 +3,7 @@
 import type { Currency, TopupReceipt } from '../contract/wire.ts';
 
 export type { DrawReceipt, PaidDraw, Quote, StatementLine, TopupReceipt } from '../contract/wire.ts';
+export type { CatalogueDoc, CatalogueProduct } from '../contract/catalogue.ts';
 /** The body of a draw request (contract/wire.ts DrawRequest). */
 export type { DrawRequest as DrawRequestBody } from '../contract/wire.ts';
 

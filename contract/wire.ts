@@ -3,7 +3,7 @@
 // (generator/emit/openapi.ts) is the full description; these are its shapes in TypeScript.
 import type { CURRENCY } from './money.ts';
 import type { ReceiptSignature } from './receipts.ts';
-import type { Unit } from './store-format.ts';
+import type { Unit } from './unit.ts';
 
 export type Currency = typeof CURRENCY;
 

@@ -6,10 +6,10 @@
 // at most `tokenHint(hash)`.
 import { createCipheriv, createDecipheriv, hash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export const BALANCE_TOKEN_PREFIX = 'lds_bal_';
-const TOKEN_BYTES = 32; // 256 bits
-// base64url without padding of 32 bytes is 43 characters.
-const TOKEN_RE = /^lds_bal_[A-Za-z0-9_-]{43}$/;
+import { BALANCE_TOKEN_PREFIX, isWellFormedToken, tokenHint } from '../contract/balance-token.ts';
+
+export { BALANCE_TOKEN_PREFIX, isWellFormedToken, tokenHint };
+const TOKEN_BYTES = 32; // 256 bits: base64url without padding, 43 characters (contract/balance-token.ts)
 const HASH_RE = /^[0-9a-f]{64}$/;
 
 export interface NewToken {
@@ -76,11 +76,6 @@ export function hashToken(token: string): string {
   return sha256Hex(token);
 }
 
-/** Shape check only (prefix + 43 base64url characters); says nothing about existence. */
-export function isWellFormedToken(token: unknown): token is string {
-  return typeof token === 'string' && TOKEN_RE.test(token);
-}
-
 export function isTokenHash(hash: unknown): hash is string {
   return typeof hash === 'string' && HASH_RE.test(hash);
 }
@@ -106,11 +101,6 @@ export function bearerToken(header: string | undefined | null): string | null | 
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
   if (!m) return /^Bearer\b/i.test(header) ? 'malformed' : null;
   return isWellFormedToken(m[1]) ? m[1] : 'malformed';
-}
-
-/** A short, non-reversible hint safe for logs: the first 8 hex chars of the token hash. */
-export function tokenHint(hash: string): string {
-  return `bal#${hash.slice(0, 8)}`;
 }
 
 /**

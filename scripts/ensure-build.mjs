@@ -1,13 +1,14 @@
-// Runs before `npm start` (and as `npm run build:js`, with --force): compiles the TypeScript to build/ (tsc -p tsconfig.build.json) when
+// Runs before `npm start` (and as `npm run build:js`, with --force): compiles the client package
+// (client/dist, scripts/build-client.mjs: the compiled CLI imports it by name) and then the TypeScript to build/ (tsc -p tsconfig.build.json) when
 // build/ is missing or older than any source file, so a fresh clone and an edited tree both start
 // the JavaScript of the code they hold. On an up-to-date tree it only compares modification times
 // (a few ms). Plain JavaScript on purpose: it runs before anything is compiled.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const STAMP = join('build', '.stamp');
-const SOURCES = ['cli.ts', 'cli', 'generator', 'payments', 'contract', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
+const SOURCES = ['cli.ts', 'cli', 'client', 'generator', 'payments', 'contract', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
 
 function newest(path) {
   let s;
@@ -18,7 +19,7 @@ function newest(path) {
   }
   if (!s.isDirectory()) return path.endsWith('.ts') || path.endsWith('.json') ? s.mtimeMs : 0;
   let m = 0;
-  for (const e of readdirSync(path)) m = Math.max(m, newest(join(path, e)));
+  for (const e of readdirSync(path)) if (e !== 'dist' && e !== 'node_modules') m = Math.max(m, newest(join(path, e)));
   return m;
 }
 
@@ -29,9 +30,13 @@ try {
   // never built
 }
 const sources = Math.max(...SOURCES.map(newest));
-if (process.argv.includes('--force') || built === 0 || sources > built) {
+// The compiled CLI imports the client package's dist/: a missing one is rebuilt too.
+const clientBuilt = existsSync(join('client', 'dist', 'client', 'index.js'));
+if (process.argv.includes('--force') || built === 0 || sources > built || !clientBuilt) {
   console.error(built === 0 ? 'compiling to build/ (first start)…' : 'sources changed: recompiling to build/…');
   const started = Date.now();
+  const client = spawnSync(process.execPath, [join('scripts', 'build-client.mjs'), ...(process.argv.includes('--force') ? ['--force'] : [])], { stdio: 'inherit' });
+  if (client.status !== 0) process.exit(client.status ?? 1);
   const r = spawnSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
   if (r.status !== 0) {
     console.error('tsc failed: fix the errors above (or run the TypeScript directly: npm run dev)');

@@ -1,2 +1,2 @@
-// Moved to client/mpp.ts (the buyer's client library); kept so existing imports keep working.
-export { payTopup, type TopupClientOptions } from '../../client/mpp.ts';
+// Moved to the client package (lds-catalogue-client/mpp, client/mpp.ts); kept so existing imports (tests, benchmarks) keep working.
+export { payTopup, type TopupClientOptions } from 'lds-catalogue-client/mpp';
