@@ -1,16 +1,14 @@
 // The client package as a buyer gets it (not itself a suite): `npm pack` of client/, installed into
-// an empty project in the temp folder. Packing and installing take tens of seconds, so the result is
-// kept in the temp folder under a key hashed from everything that goes into the tarball (the client
-// and contract sources, the package's files, the lock file) and reused by every test, every backend
-// run and later runs until a source changes. Bun comes from the npm registry the same way, once per
-// version. Concurrent callers (the two ledger backends' runs) take turns with the client's own lock.
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+// an empty project. Packing and installing take tens of seconds, so the result is kept in the test
+// fixture cache (test/helpers/fixture-cache.ts) under a hash of everything that goes into the
+// tarball (the client and contract sources, the package's files, the lock file), made by one
+// process while the others wait, and reused by every test, every backend run and later runs until a
+// source changes. Bun comes from the npm registry the same way, once per version.
+import { readdirSync } from 'node:fs';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { withLock } from '../../client/lock.ts';
 import { REPO, runAsync } from './build.ts';
+import { cachedFixture } from './fixture-cache.ts';
 
 /** The Bun the test runs the README example on (npm package `bun`, which ships the binary). */
 export const BUN_VERSION = '1.4.4';
@@ -22,13 +20,10 @@ export interface PackedClient {
   project: string;
 }
 
-/** Hash of what the tarball is made from. */
-function sourcesKey(): string {
-  const h = createHash('sha256');
-  const add = (path: string) => h.update(path).update(readFileSync(join(REPO, path)));
-  for (const dir of ['client', 'contract']) for (const f of readdirSync(join(REPO, dir)).sort()) if (/\.(ts|json|md)$|^LICENSE$/.test(f)) add(`${dir}/${f}`);
-  for (const f of ['scripts/build-client.mjs', 'tsconfig.json', 'package-lock.json']) add(f);
-  return h.digest('hex').slice(0, 16);
+/** What the tarball is made from: the client and contract sources, the package's files, the lock file. */
+function packageInputs(): string[] {
+  const files = ['client', 'contract'].flatMap((dir) => readdirSync(join(REPO, dir)).filter((f) => /\.(ts|json|md)$|^LICENSE$/.test(f)).map((f) => `${dir}/${f}`));
+  return [...files, 'scripts/build-client.mjs', 'tsconfig.json', 'package-lock.json'];
 }
 
 async function npm(args: string[], cwd: string): Promise<void> {
@@ -36,27 +31,9 @@ async function npm(args: string[], cwd: string): Promise<void> {
   if (r.code !== 0) throw new Error(`npm ${args.join(' ')} in ${cwd} failed (${r.code}):\n${r.stdout}\n${r.stderr}`);
 }
 
-/** Makes `dir` once with `make` (into a temp name, then renamed), under a lock; later calls find it. */
-async function cached(dir: string, make: (into: string) => Promise<void>): Promise<string> {
-  if (existsSync(join(dir, '.ready'))) return dir;
-  return withLock(
-    `${dir}.lock`,
-    async () => {
-      if (existsSync(join(dir, '.ready'))) return dir;
-      await rm(dir, { recursive: true, force: true });
-      const into = await mkdtemp(`${dir}.tmp-`);
-      await make(into);
-      await writeFile(join(into, '.ready'), new Date().toISOString());
-      await rename(into, dir);
-      return dir;
-    },
-    { timeoutMs: 600_000 },
-  );
-}
-
-/** The packed client, installed into an empty project (made once per source hash). */
+/** The packed client, installed into an empty project (made once per machine until a source changes). */
 export async function packedClient(): Promise<PackedClient> {
-  const dir = await cached(join(tmpdir(), `lds-client-package-${sourcesKey()}`), async (into) => {
+  const dir = await cachedFixture('client-package', { paths: packageInputs(), params: 'npm pack + install' }, async (into) => {
     await npm(['pack', '--pack-destination', into], join(REPO, 'client'));
     const [tarball] = (await readdir(into)).filter((f) => f.endsWith('.tgz'));
     if (!tarball) throw new Error('npm pack made no tarball');
@@ -70,9 +47,9 @@ export async function packedClient(): Promise<PackedClient> {
   return { tarball: join(dir, tarball), project: join(dir, 'project') };
 }
 
-/** The `bun` binary of the npm package of that name (installed once per version). */
+/** The `bun` binary of the npm package of that name (installed once per machine and version). */
 export async function bunBinary(): Promise<string> {
-  const dir = await cached(join(tmpdir(), `lds-bun-${BUN_VERSION}`), async (into) => {
+  const dir = await cachedFixture('bun', { paths: [], params: `bun@${BUN_VERSION}` }, async (into) => {
     await writeFile(join(into, 'package.json'), JSON.stringify({ name: 'bun-runtime', private: true }));
     await npm(['install', '--prefer-offline', `bun@${BUN_VERSION}`], into);
   });
