@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { REPO } from './helpers/build.ts';
+import { LDS_ARGS, REPO } from './helpers/build.ts';
 import { bearer, buildFixture, cents, postJson, refsByProduct, startTestServer, topUp, type TestServer } from './helpers/service-harness.ts';
 import { verifyReceipt } from '../contract/receipts.ts';
 import { formatCents } from '../contract/money.ts';
@@ -46,7 +46,7 @@ async function ledger(): Promise<{ balance: string; draws: { id: string; amount:
 async function connect(elicit?: (message: string) => { action: 'accept' | 'decline'; content?: { approve: boolean } }): Promise<Client> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', join(REPO, 'cli.ts'), 'mcp', '--base-url', srv.base, '--token-file', join(dir, 'token'), '--max', policy.max, '--max-per-day', policy.maxPerDay, '--approve-above', policy.approveAbove, '--journal', journal],
+    args: [...LDS_ARGS, 'mcp', '--base-url', srv.base, '--token-file', join(dir, 'token'), '--max', policy.max, '--max-per-day', policy.maxPerDay, '--approve-above', policy.approveAbove, '--journal', journal],
     cwd: REPO,
     env: { ...(process.env as Record<string, string>), LDS_BALANCE_TOKEN: '' },
     stderr: 'pipe',
