@@ -6,7 +6,7 @@ import { relative, resolve } from 'node:path';
 import { dataPaths } from './payments/config.ts';
 import { CatalogErrors } from './generator/errors.ts';
 import { DEFAULT_BASE_URL, DEFAULT_SPT, TOKEN_ENV, TopupCliError } from './cli/topup.ts';
-import { DEFAULT_KEEP, PublishError } from './generator/publish.ts';
+import { DEFAULT_KEEP } from './generator/publish.ts';
 
 const program = new Command()
   .name('lds')
@@ -89,6 +89,7 @@ program
   .option('--skip-bad-records', 'skip malformed input records (counted in the report) instead of failing the build')
   .option('--no-store', 'do not ingest data: counts stay zero and _health says why')
   .addOption(new Option('--source-date-epoch <seconds>', 'build clock for reproducible output (also SOURCE_DATE_EPOCH)').argParser((v) => Number(v)))
+  .addHelpText('after', `\nExit status: 0 built; 1 catalog-src has errors (each reported as \`lds check\` reports it) or the build failed, and the previous dist/ stays served; 2 could not run (no such folder, no schemas), as for \`lds check\`.`)
   .action(async (o) => {
     const { build } = await import('./generator/build.ts');
     const addresses: Record<string, string> = {};
@@ -428,6 +429,8 @@ try {
   } else {
     console.error(`error: ${(err as Error).message}`);
   }
-  // lds publish: 2 says the release was switched but the web server's reload failed.
-  process.exitCode = err instanceof PublishError ? err.exitCode : 1;
+  // An error may name its exit status: lds publish's 2 says the release was switched but the web
+  // server's reload failed; a catalog-src that cannot be read is 2, "could not run", as for check.
+  const named = (err as { exitCode?: unknown }).exitCode;
+  process.exitCode = typeof named === 'number' && named > 0 ? named : 1;
 }
