@@ -56,7 +56,7 @@ test('the guide has tested blocks for every task it teaches', () => {
 // quotes (503 quote-store-unavailable). One story in both, the one the code follows
 // (test/service-publish-live.test.ts, test/service-live-switch.test.ts): no restart.
 test('the guide and the README tell one story: a build is served without a restart', () => {
-  const docs = { 'docs/publishing.md': GUIDE, 'README.md': readFileSync(join(REPO, 'README.md'), 'utf8') };
+  const docs = { 'docs/publishing.md': GUIDE, 'README.md': readFileSync(join(REPO, 'README.md'), 'utf8'), 'docs/hosting.md': readFileSync(join(REPO, 'docs/hosting.md'), 'utf8') };
   for (const [name, text] of Object.entries(docs)) {
     const prose = text.replace(/^```[\s\S]*?^```$/gm, '');
     for (const sentence of prose.split(/(?<=[.!?])\s+/)) {
