@@ -14,7 +14,6 @@ import { dirname, relative, resolve } from 'node:path';
 import { buildVersion } from '../generator/publish.ts';
 import { apacheMachine, servesBuild, startWebServer, WEB_SERVERS, writeWebServer, type WebServerKind } from '../generator/web-servers.ts';
 
-
 export interface PreviewOptions {
   from: string;
   port: number;
@@ -68,7 +67,7 @@ export async function runPreview(kind: WebServerKind, o: PreviewOptions, io: Pre
   const options = { dir: resolve(o.dir), host: o.host, port: o.port, site: servesBuild(kind, folder) };
   if (!o.start) {
     const written = await writeWebServer(kind, options);
-    io.stderr(`[preview] wrote ${shown(written.plan.config)} for ${server}, serving ${shown(o.from)} (${version}) at http://${o.host}:${o.port}/`);
+    io.stderr(`[preview] wrote ${shown(written.config)} for ${server} (checked), serving ${shown(o.from)} (${version}) at http://${o.host}:${o.port}/`);
     io.stdout(written.startCommand);
     return 0;
   }

@@ -14,6 +14,7 @@ import { userInfo } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { apacheServesBuild, apacheStandalone, type ApacheMachine } from './emit/apache.ts';
 import { caddyServesBuild, caddyStandalone } from './emit/caddy.ts';
+import { hostForPort } from './emit/hosting-paths.ts';
 import { nginxServer, nginxServesBuild, nginxStandalone } from './emit/nginx.ts';
 
 /** A program found on PATH (or in `dirs`), or named by an environment variable. */
@@ -153,7 +154,10 @@ interface Plan {
   config: string;
   text: string;
   args: string[];
-  checkArgs: string[] | null;
+  /** Checks the configuration without serving (nginx -t, apache2 -t, caddy validate). */
+  checkArgs: string[];
+  /** Whether starting checks first (nginx and Apache: their own start messages are less clear). */
+  checkOnStart: boolean;
   reloadArgs: string[];
   env: NodeJS.ProcessEnv;
   stopSignal: NodeJS.Signals;
@@ -167,14 +171,14 @@ async function plan(kind: WebServerKind, o: WebServerOptions): Promise<Plan> {
     const user = process.getuid?.() === 0 ? userInfo().username : undefined;
     const text = nginxStandalone({ dir: o.dir, http: o.nginxHttp ?? nginxServer(o.host, o.port, o.site), ...(user ? { user } : {}) });
     const base = ['-p', o.dir, '-c', config, '-e', join(o.dir, 'error.log')];
-    return { config, text, args: base, checkArgs: ['-t', ...base], reloadArgs: [...base, '-s', 'reload'], env: process.env, stopSignal: 'SIGQUIT' };
+    return { config, text, args: base, checkArgs: ['-t', ...base], checkOnStart: true, reloadArgs: [...base, '-s', 'reload'], env: process.env, stopSignal: 'SIGQUIT' };
   }
   if (kind === 'apache') {
     // Its children may run as another user (as root): they need to reach the runtime folder.
     await readableByServer(o.dir);
     const config = join(o.dir, 'httpd.conf');
     const text = apacheStandalone({ dir: o.dir, host: o.host, port: o.port, vhost: o.site, machine: apacheMachine() });
-    return { config, text, args: ['-f', config, '-DFOREGROUND'], checkArgs: ['-t', '-f', config], reloadArgs: ['-f', config, '-k', 'graceful'], env: process.env, stopSignal: 'SIGTERM' };
+    return { config, text, args: ['-f', config, '-DFOREGROUND'], checkArgs: ['-t', '-f', config], checkOnStart: true, reloadArgs: ['-f', config, '-k', 'graceful'], env: process.env, stopSignal: 'SIGTERM' };
   }
   const config = join(o.dir, 'Caddyfile');
   const admin = await freePort();
@@ -182,7 +186,8 @@ async function plan(kind: WebServerKind, o: WebServerOptions): Promise<Plan> {
   // Caddy keeps state under HOME / XDG folders: keep it in the server's folder.
   const env = { ...process.env, HOME: o.dir, XDG_DATA_HOME: join(o.dir, 'xdg'), XDG_CONFIG_HOME: join(o.dir, 'xdg') };
   const adapter = ['--config', config, '--adapter', 'caddyfile'];
-  return { config, text, args: ['run', ...adapter], checkArgs: null, reloadArgs: ['reload', ...adapter, '--address', `127.0.0.1:${admin}`], env, stopSignal: 'SIGTERM' };
+  // `caddy run` reports a bad configuration itself as it starts: validate only what is not started.
+  return { config, text, args: ['run', ...adapter], checkArgs: ['validate', ...adapter], checkOnStart: false, reloadArgs: ['reload', ...adapter, '--address', `127.0.0.1:${admin}`], env, stopSignal: 'SIGTERM' };
 }
 
 const shellWord = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
@@ -199,18 +204,18 @@ function run(bin: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ cod
   });
 }
 
-/** Writes the configuration of a server into o.dir and checks it (nginx -t, apache2 -t); returns what starts it. */
-export async function writeWebServer(kind: WebServerKind, o: WebServerOptions): Promise<{ bin: string; plan: Plan; startCommand: string; reloadCommand: string }> {
+/** Writes the configuration of a server into o.dir and checks it (unless `starting` a server that checks as it starts); returns what starts it. */
+export async function writeWebServer(kind: WebServerKind, o: WebServerOptions, starting = false): Promise<{ bin: string; plan: Plan; config: string; startCommand: string; reloadCommand: string }> {
   const bin = programPath(WEB_SERVERS[kind]);
   await mkdir(o.dir, { recursive: true });
   const p = await plan(kind, o);
   await writeFile(p.config, p.text);
-  if (p.checkArgs) {
+  if (!starting || p.checkOnStart) {
     const check = await run(bin, p.checkArgs, p.env);
     if (check.code !== 0) throw new Error(`${WEB_SERVERS[kind].name} rejected the configuration ${p.config}:\n${check.output}`);
   }
   const caddyEnv: Record<string, string> = kind === 'caddy' ? { HOME: p.env.HOME!, XDG_DATA_HOME: p.env.XDG_DATA_HOME!, XDG_CONFIG_HOME: p.env.XDG_CONFIG_HOME! } : {};
-  return { bin, plan: p, startCommand: commandLine(caddyEnv, bin, p.args), reloadCommand: commandLine(caddyEnv, bin, p.reloadArgs) };
+  return { bin, plan: p, config: p.config, startCommand: commandLine(caddyEnv, bin, p.args), reloadCommand: commandLine(caddyEnv, bin, p.reloadArgs) };
 }
 
 /** Every server a process started, killed if that process exits without stopping them. */
@@ -221,7 +226,7 @@ process.on('exit', () => {
 
 /** Writes, checks and starts a server; resolves once it accepts connections on host:port. */
 export async function startWebServer(kind: WebServerKind, o: WebServerOptions): Promise<WebServer> {
-  const { bin, plan: p, startCommand, reloadCommand } = await writeWebServer(kind, o);
+  const { bin, plan: p, startCommand, reloadCommand } = await writeWebServer(kind, o, true);
   const child = spawn(bin, p.args, { stdio: ['ignore', 'pipe', 'pipe'], env: p.env });
   running.add(child);
   let output = '';
@@ -245,10 +250,9 @@ export async function startWebServer(kind: WebServerKind, o: WebServerOptions): 
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  const host = o.host.includes(':') ? `[${o.host}]` : o.host;
   return {
     kind,
-    origin: `http://${host}:${o.port}`,
+    origin: `http://${hostForPort(o.host)}:${o.port}`,
     port: o.port,
     dir: o.dir,
     config: p.config,

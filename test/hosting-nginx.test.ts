@@ -12,7 +12,7 @@ import { gunzipSync } from 'node:zlib';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { BuildResult } from '../generator/build.ts';
-import { tempDir } from './helpers/build.ts';
+import { cliAsync, tempDir } from './helpers/build.ts';
 import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkNotFound, checkPrecompressed, fileFor, header, previewStops, type Site } from './helpers/hosting-checks.ts';
 import { buildFor, failLoudly, freePort, parseHeadersFile, startNginxWith, type Nginx } from './helpers/nginx.ts';
 import { startPreview, type Preview } from './helpers/preview.ts';
@@ -93,6 +93,21 @@ test('lds publish: a client holding v1\'s ETag gets v2 after the publish, no req
   assert.is(first.code, 0, first.stderr);
   published = await startNginxWith(nginxServer('127.0.0.1', port, `include ${web}/current/_nginx/release.conf;`), port);
   await publishFlow(web, { origin: published.origin, reloadCommand: published.reloadCommand }, builds);
+});
+
+test('lds preview --no-start writes and checks the whole configuration and prints the command that runs it; no build, no server', async () => {
+  const dir = join(await tempDir('preview-written'), 'nginx');
+  const r = await cliAsync(['preview', 'nginx', '--from', hosted.distDir, '--port', '18099', '--dir', dir, '--no-start']);
+  assert.is(r.code, 0, r.stderr);
+  const conf = join(dir, 'nginx.conf');
+  assert.match(r.stdout.trim(), new RegExp(`nginx -p ${dir} -c ${conf} -e ${join(dir, 'error.log')}$`));
+  const text = await readFile(conf, 'utf8');
+  for (const line of ['daemon off;', `pid ${dir}/nginx.pid;`, `error_log ${dir}/error.log warn;`, `client_body_temp_path ${dir}/tmp/client_body;`, 'listen 127.0.0.1:18099;', `/_nginx/lds.conf";`])
+    assert.ok(text.includes(line), `nginx.conf has ${line}`);
+  assert.match(r.stderr, /\(checked\)/);
+  const none = await cliAsync(['preview', 'nginx', '--from', join(dir, 'no-build')]);
+  assert.is(none.code, 1);
+  assert.match(none.stderr, /holds no build .*run `lds build` first/);
 });
 
 test('Ctrl-C stops lds preview and its nginx', () => previewStops(hosted.preview));

@@ -19,7 +19,7 @@
 //   document (ErrorDocument; mod_headers gives it its type), the body nginx and Caddy send.
 import { HOSTING_DIRS } from './compress.ts';
 import { headerOf, type HostedPath, type NotFound } from './hosted-paths.ts';
-import { safeConfigPath } from './hosting-paths.ts';
+import { hostForPort, safeConfigPath } from './hosting-paths.ts';
 
 const regex = (s: string) => s.replace(/[.*+?^${}()|[\]\\/-]/g, (c) => `\\${c}`);
 const quoted = (s: string) => `"${s.replace(/(["\\])/g, '\\$1')}"`;
@@ -151,7 +151,7 @@ const NEEDED_MODULES: [string, string][] = [
 export function apacheStandalone(o: { dir: string; host: string; port: number; vhost: string; machine: ApacheMachine }): string {
   const dir = safeConfigPath(o.dir);
   const m = o.machine;
-  const listen = o.host.includes(':') ? `[${o.host}]:${o.port}` : `${o.host}:${o.port}`;
+  const listen = `${hostForPort(o.host)}:${o.port}`;
   const load = (name: string, file: string) => `<IfModule !${name}>\n  LoadModule ${name} ${safeConfigPath(`${m.modulesDir}/${file}`)}\n</IfModule>`;
   return [
     `# Written by lds preview: Apache httpd in the foreground with everything it writes under ${dir}.`,

@@ -17,7 +17,7 @@
 // answered an unknown path 200 with an empty body: nothing in the route wrote a response.)
 import { HOSTING_DIRS } from './compress.ts';
 import { headerOf, type HostedPath, type NotFound } from './hosted-paths.ts';
-import { safeConfigPath } from './hosting-paths.ts';
+import { hostForPort, safeConfigPath } from './hosting-paths.ts';
 import type { Coding } from './types.ts';
 
 const quoted = (s: string) => `"${s.replace(/(["\\])/g, '\\$1')}"`;
@@ -115,14 +115,13 @@ export function caddyServesBuild(buildDir: string): string {
  */
 export function caddyStandalone(o: { dir: string; host: string; port: number; adminPort: number; site: string }): string {
   const dir = safeConfigPath(o.dir);
-  const host = o.host.includes(':') ? `[${o.host}]` : o.host;
   return `# Written by lds preview: Caddy with its admin endpoint on 127.0.0.1:${o.adminPort} and its state under ${dir}.
 {
 \tadmin 127.0.0.1:${o.adminPort}
 \tauto_https off
 \tstorage file_system ${dir}/data
 }
-http://${host}:${o.port} {
+http://${hostForPort(o.host)}:${o.port} {
 ${o.site.trimEnd().split('\n').map((l) => `\t${l}`).join('\n')}
 }
 `;

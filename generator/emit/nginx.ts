@@ -5,7 +5,7 @@
 // form that `lds publish` writes into a release.
 import { HOSTING_DIRS } from './compress.ts';
 import { headerOf, type HostedPath, type NotFound } from './hosted-paths.ts';
-import { safeConfigPath } from './hosting-paths.ts';
+import { hostForPort, safeConfigPath } from './hosting-paths.ts';
 
 const q = (s: string) => `"${s.replace(/(["\\$])/g, '\\$1')}"`;
 
@@ -108,6 +108,5 @@ ${o.http}
 
 /** One server block listening on host:port with `body` (e.g. nginxServesBuild). */
 export function nginxServer(host: string, port: number, body: string): string {
-  const listen = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-  return `  server {\n    listen ${listen};\n    server_name localhost;\n${body.trimEnd().split('\n').map((l) => `    ${l}`).join('\n')}\n  }`;
+  return `  server {\n    listen ${hostForPort(host)}:${port};\n    server_name localhost;\n${body.trimEnd().split('\n').map((l) => `    ${l}`).join('\n')}\n  }`;
 }
