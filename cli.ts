@@ -1,13 +1,13 @@
 #!/usr/bin/env -S npx tsx
-// The one command-line entry (`npx lds …`): check, build, diff, publish, serve, topup, the buyer's
-// commands (buy, balance, statement, rotate, receipts verify and reconcile, mcp), ledger, receipt,
-// admin, licence. Each has --help.
-import { Command, Option } from 'commander';
-import { relative, resolve } from 'node:path';
+// The one command-line entry (`npx lds …`): check, build, diff, publish, preview, serve, topup, the
+// buyer's commands (buy, balance, statement, rotate, receipts verify and reconcile, mcp), ledger,
+// receipt, admin, licence. Each has --help.
+import { Argument, Command, Option } from 'commander';
+import { join, relative, resolve } from 'node:path';
 import { dataPaths } from './payments/config.ts';
 import { CatalogErrors } from './generator/errors.ts';
 import { DEFAULT_BASE_URL, DEFAULT_SPT, TOKEN_ENV, TopupCliError } from './cli/topup.ts';
-import { DEFAULT_KEEP, PublishError } from './generator/publish.ts';
+import { DEFAULT_KEEP } from './generator/publish.ts';
 
 const program = new Command()
   .name('lds')
@@ -111,6 +111,7 @@ program
   .option('--skip-bad-records', 'skip malformed input records (counted in the report) instead of failing the build')
   .option('--no-store', 'do not ingest data: counts stay zero and _health says why')
   .addOption(new Option('--source-date-epoch <seconds>', 'build clock for reproducible output (also SOURCE_DATE_EPOCH)').argParser((v) => Number(v)))
+  .addHelpText('after', `\nExit status: 0 built; 1 catalog-src has errors (each reported as \`lds check\` reports it) or the build failed, and the previous dist/ stays served; 2 could not run (no such folder, no schemas), as for \`lds check\`.`)
   .action(async (o) => {
     const { build } = await import('./generator/build.ts');
     const addresses: Record<string, string> = {};
@@ -175,6 +176,37 @@ Exit codes: 0 published (or already current: nothing to do); 1 refused or failed
     const opts = { to: o.to, reload: o.reload, serverDir: o.serverDir, progress: (msg: string) => console.error(`[publish] ${msg}`) };
     const result = o.rollback ? await rollback(opts) : await publish(o.from, { ...opts, keep: o.keep });
     console.log(result.summary);
+  });
+
+program
+  .command('preview')
+  .description('serve a build with nginx, Apache httpd or Caddy on a local port, as it will be hosted: writes a whole configuration for the server (pid file, logs, temporary files in a folder of its own) and runs it until Ctrl-C')
+  .addArgument(new Argument('<server>', 'the web server').choices(['nginx', 'apache', 'caddy']))
+  .option('--from <dir>', 'the build to serve (also LDS_DIST_DIR)', shown(dataPaths().distDir))
+  .option('--port <n>', 'port to listen on', '8081')
+  .option('--host <addr>', 'address to listen on', '127.0.0.1')
+  .option('--dir <dir>', `folder for the server's configuration, pid file, logs and temporary files (default ${shown(join(dataPaths().varDir, 'preview'))}/<server>)`)
+  .option('--no-start', 'only write and check the configuration, and print the command that runs it')
+  .addHelpText(
+    'after',
+    `
+The server is the one on PATH (or /usr/sbin; NGINX_BIN, APACHE_BIN, CADDY_BIN name another). It
+serves the build by its real path, with the rules the build wrote (_nginx/lds.conf, _apache/lds.conf,
+_caddy/lds.caddy); every other path answers 404. A build made while it runs is not shown: start it
+again. As root, Apache's children run as www-data, which must be able to reach the build.
+
+Examples:
+  npm run build && npx lds preview nginx
+  npx lds preview caddy --port 9000
+  npx lds preview apache --no-start     # prints the command that runs the written configuration`,
+  )
+  .action(async (server: 'nginx' | 'apache' | 'caddy', o: { from: string; port: string; host: string; dir?: string; start: boolean }) => {
+    const { runPreview } = await import('./cli/preview.ts');
+    const stopRequested = new Promise<string>((resolveStop) => {
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => resolveStop(signal));
+    });
+    const dir = o.dir ?? join(dataPaths().varDir, 'preview', server);
+    process.exitCode = await runPreview(server, { from: o.from, port: Number(o.port), host: o.host, dir, start: o.start }, { stdout: (l) => console.log(l), stderr: (l) => console.error(l), stopRequested });
   });
 
 // Stopping: the server drains on SIGTERM and SIGINT (payments/serve.ts), so the signal must reach
@@ -480,6 +512,8 @@ try {
   } else {
     console.error(`error: ${(err as Error).message}`);
   }
-  // lds publish: 2 says the release was switched but the web server's reload failed.
-  process.exitCode = err instanceof PublishError ? err.exitCode : 1;
+  // An error may name its exit status: lds publish's 2 says the release was switched but the web
+  // server's reload failed; a catalog-src that cannot be read is 2, "could not run", as for check.
+  const named = (err as { exitCode?: unknown }).exitCode;
+  process.exitCode = typeof named === 'number' && named > 0 ? named : 1;
 }

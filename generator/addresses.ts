@@ -1,5 +1,6 @@
 // The four public addresses. catalog-src/catalogue.json holds the production values; a build may
 // override any of them (flags or env) so a local build points at http://127.0.0.1:8080.
+import { localServiceAddresses } from '../contract/addresses.ts';
 import type { Addresses } from './model.ts';
 
 export const ADDRESS_ENV: Record<keyof Addresses, string> = {
@@ -9,11 +10,7 @@ export const ADDRESS_ENV: Record<keyof Addresses, string> = {
   publisher_url: 'LDS_PUBLISHER_URL',
 };
 
-/** The service's own addresses on a local `origin`; publisher_url is not the service's, so it is left alone. */
-export function localServiceAddresses(origin: string): Omit<Addresses, 'publisher_url'> {
-  const o = origin.replace(/\/$/, '');
-  return { base_url: `${o}/v1`, mcp_url: `${o}/mcp`, docs_url: `${o}/docs/` };
-}
+export { localServiceAddresses };
 
 /** A complete local address set (tests, benchmarks): the service on `origin`, the given publisher. */
 export function localAddresses(origin: string, publisherUrl: string): Addresses {

@@ -15,7 +15,8 @@ const SCHEMAS = ['catalogue', 'licence', 'source', 'product'] as const;
 type SchemaName = (typeof SCHEMAS)[number];
 
 async function compileSchemas(root: string): Promise<Record<SchemaName, ValidateFunction>> {
-  const ajv = new Ajv2020.default({ allErrors: true, strict: true, strictRequired: false });
+  // verbose: each error carries the value it is about (`data`), which a type error shows.
+  const ajv = new Ajv2020.default({ allErrors: true, strict: true, strictRequired: false, verbose: true });
   addFormats.default(ajv);
   const out = {} as Record<SchemaName, ValidateFunction>;
   for (const name of SCHEMAS) {
@@ -23,6 +24,24 @@ async function compileSchemas(root: string): Promise<Record<SchemaName, Validate
     out[name] = ajv.compile(schema);
   }
   return out;
+}
+
+const TYPE_WORDS: Record<string, string> = { integer: 'an integer', number: 'a number', string: 'a string', boolean: 'true or false', object: 'an object', array: 'a list', null: 'null' };
+
+/** A JSON value in words, for "found …": its type and, for a scalar, the value itself (shortened). */
+function foundValue(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return `a list of ${v.length} item${v.length === 1 ? '' : 's'}`;
+  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}…` : v)}`;
+  if (typeof v === 'number') return `the ${Number.isInteger(v) ? 'integer' : 'number'} ${v}`;
+  if (typeof v === 'boolean') return `the boolean ${v}`;
+  return 'an object';
+}
+
+/** What a `type` keyword asks for and what the file holds instead: `must be an integer, found the string "5000"`. */
+function typeReason(e: ErrorObject): string {
+  const expected = ([] as string[]).concat((e.params as { type: string | string[] }).type).map((t) => TYPE_WORDS[t] ?? t);
+  return `must be ${expected.join(' or ')}, found ${foundValue(e.data)}`;
 }
 
 function ajvErrors(file: string, errors: ErrorObject[] | null | undefined): SourceError[] {
@@ -36,6 +55,7 @@ function ajvErrors(file: string, errors: ErrorObject[] | null | undefined): Sour
         return { file, pointer: e.instancePath + pointer(name), reason: `unknown property "${name}"` };
       }
       if (e.keyword === 'required') return { file, pointer: e.instancePath + pointer((e.params as { missingProperty: string }).missingProperty), reason: 'required field is missing' };
+      if (e.keyword === 'type') reason = typeReason(e);
       if (e.keyword === 'enum') reason += `: ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`;
       if (e.keyword === 'not' && e.schemaPath.includes('oneOf')) reason = 'a held source has no licence ruling and no data';
       return { file, pointer: e.instancePath, reason };
@@ -102,8 +122,10 @@ async function treeSha256(root: string): Promise<string> {
   return h.digest('hex');
 }
 
-/** The folder could not be checked at all (missing, unreadable, no schemas): `check` exits 2. */
-export class CatalogUnreadable extends Error {}
+/** The folder could not be checked at all (missing, unreadable, no schemas): `check` and `build` exit 2, "could not run" (1: the input has errors). */
+export class CatalogUnreadable extends Error {
+  readonly exitCode = 2;
+}
 
 export interface CheckResult {
   /** Every error and warning, located, in file order. */

@@ -155,10 +155,17 @@ function runReload(command: string, output: (chunk: string) => void): Promise<{ 
   });
 }
 
+/**
+ * Runs the reload command, or says what follows without one. What a web server serves is known only
+ * from a reload that succeeded: after a failed one (or none) it serves the release it loaded last,
+ * which need not be the one `current` named before this switch. So the messages name what current
+ * named, and never claim which release a server serves.
+ */
 async function reloadOrExplain(dir: string, opts: PublishOptions, switchedTo: string, before: string | null, undo: string): Promise<void> {
   const progress = opts.progress ?? (() => {});
+  const switched = `${join(dir, 'current')} now points at releases/${switchedTo}${before ? ` (before this switch: releases/${before})` : ''}`;
   if (!opts.reload) {
-    progress(`no --reload command: a running web server keeps serving ${before ?? 'what it serves now'} until it reloads its configuration (e.g. nginx -s reload, apachectl graceful, caddy reload)`);
+    progress(`no --reload command: ${switched}; a running web server goes on serving the release it loaded last until it reloads its configuration (e.g. nginx -s reload, apachectl graceful, caddy reload)`);
     return;
   }
   progress(`reloading the web server: ${opts.reload}`);
@@ -172,7 +179,7 @@ async function reloadOrExplain(dir: string, opts: PublishOptions, switchedTo: st
   throw new PublishError(
     [
       `the reload command ${how}: ${opts.reload}`,
-      `${join(dir, 'current')} now points at releases/${switchedTo}, but the web server did not confirm the reload, so it most likely still serves ${before ?? 'what it served before'} (a server reads the release only when it reloads its configuration; a failed reload keeps the old one).`,
+      `${switched}, but the web server did not confirm the reload, so it most likely still serves the release it loaded last (a server reads the release only when it reloads its configuration; a failed reload keeps the one it had).`,
       `Fix the cause (its output is above) and run the reload command again, or switch back with: ${undo}`,
     ].join('\n'),
     2,

@@ -35,8 +35,12 @@ export interface Metrics {
    */
   groupCommit(ops: number, seconds: number, changes?: number): void;
   rateLimited(policy: 'addr' | 'token'): void;
-  /** The release now serving new quotes (payments/release/releases.ts) and how many releases are open (it and the previous ones kept for their quotes). */
-  release(catalogueVersion: string, storeVersion: string, open: number): void;
+  /**
+   * The release now serving new quotes (payments/release/releases.ts), how many releases are open
+   * (it and the previous ones kept for their quotes) and its product ids, which become label values
+   * from now on (a product a switch added is counted under its own id, not `other`).
+   */
+  release(catalogueVersion: string, storeVersion: string, open: number, products: readonly string[]): void;
   /** A switch to a newly published build. */
   releaseSwitched(): void;
   /** A published build refused (the previous one keeps serving): `store` did not open, `dist` did not load, `base_url` moved. */
@@ -58,7 +62,7 @@ export type ReleaseRefusal = 'store' | 'dist' | 'base_url';
 
 export interface MetricsOptions {
   backend: string;
-  /** The catalogue's product ids: any other id is counted as `other` (bounded label values). */
+  /** The catalogue's product ids: any other id is counted as `other` (bounded label values); each release adds its own (`release`). */
   products: readonly string[];
   /** Default process metrics (CPU, memory, event loop lag, handles). */
   processMetrics?: boolean;
@@ -261,7 +265,10 @@ export function createMetrics(o: MetricsOptions): Metrics {
       if (changes !== undefined) batchChanges.observe(changes);
     },
     rateLimited: (policy) => limited.inc({ policy }),
-    release(catalogueVersion, storeVersion, open) {
+    release(catalogueVersion, storeVersion, open, ids) {
+      // Kept once seen: a previous release still pays its quotes, and the ids of every build this
+      // process served stay a bounded set.
+      for (const id of ids) products.add(id);
       releaseInfo.reset();
       releaseInfo.set({ catalogue_version: catalogueVersion, store_version: storeVersion }, 1);
       releasesOpen.set(open);

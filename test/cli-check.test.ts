@@ -197,6 +197,36 @@ test('exit 0 with warnings only, 0 on the shipped catalog-src, 2 when the folder
   const noSchemas = join(parent, 'empty');
   await cp(join(src, 'catalogue.json'), join(noSchemas, 'catalogue.json'));
   assert.is(lds(['check', '--src', noSchemas], parent).code, 2);
+
+  // Issue 34: build ends as check does when it cannot run at all (it ended 1, "the input has errors").
+  const store = ['--out', join(parent, 'dist'), '--store-root', join(parent, 'store')];
+  const buildMissing = lds(['build', '--no-store', '--src', 'no-such-folder', ...store], parent);
+  assert.is(buildMissing.code, 2, buildMissing.stderr);
+  assert.match(buildMissing.stderr, /no-such-folder does not exist/);
+  assert.is(lds(['build', '--no-store', '--src', noSchemas, ...store], parent).code, 2);
+});
+
+test('a value of the wrong type is reported with the value found and the type expected (check and build)', async () => {
+  const parent = await tempDir('check');
+  const src = join(parent, 'typed');
+  await cp(CATALOG_SRC, src, { recursive: true });
+  const file = 'products/svc-energy-eu.json';
+  const product = JSON.parse(await readFile(join(src, file), 'utf8'));
+  product.pricing.draw_unit_price_micro_eur = '5000';
+  product.row_count_at_launch = 1.5;
+  product.keywords = 'energy';
+  await writeFile(join(src, file), JSON.stringify(product, null, 2) + '\n');
+  const expected = [
+    `${file}#/pricing/draw_unit_price_micro_eur: must be an integer, found the string "5000"`,
+    `${file}#/row_count_at_launch: must be an integer, found the number 1.5`,
+    `${file}#/keywords: must be a list, found the string "energy"`,
+  ];
+  const checked = lds(['check', '--src', 'typed'], parent);
+  assert.is(checked.code, 1, checked.stderr);
+  for (const e of expected) assert.ok(checked.stdout.includes(`: error: ${e}\n`), `${e} in\n${checked.stdout}`);
+  const built = lds(['build', '--no-store', '--src', 'typed', '--out', join(parent, 'dist'), '--store-root', join(parent, 'store')], parent);
+  assert.is(built.code, 1, built.stderr);
+  for (const e of expected) assert.ok(built.stderr.includes(e), `${e} in\n${built.stderr}`);
 });
 
 test('a JSON syntax error is located too, and does not hide the other files\' findings', async () => {

@@ -12,7 +12,7 @@ import { REPO } from './helpers/build.ts';
 import { freePort } from './helpers/http.ts';
 import { sharedSecrets, startInstances, stopInstance, type Instance } from './helpers/instances.ts';
 import { ledgerEnv, newLedgerSettings } from './helpers/ledgers.ts';
-import { harnessConf, startNginxWith, type Nginx } from './helpers/nginx.ts';
+import { startNginxWith, type Nginx } from './helpers/nginx.ts';
 import { NGINX, suiteNeeding } from './helpers/programs.ts';
 import { balanceOf, bearer, buildFixture, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
 
@@ -51,7 +51,7 @@ test.before(async () => {
   const port = await freePort();
   const shipped = await readFile(join(REPO, 'deploy/nginx/lds.conf'), 'utf8');
   const upstreams = inst.map((i) => new URL(i.base).host);
-  nginx = await startNginxWith((dir) => harnessConf(dir, rendered(shipped, port, upstreams, fx.dist)), port);
+  nginx = await startNginxWith(rendered(shipped, port, upstreams, fx.dist), port);
   api = `${nginx.origin}/v1`;
 });
 

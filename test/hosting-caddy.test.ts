@@ -1,15 +1,18 @@
-// dist/ served by the real Caddy (Debian's caddy) with the generated rules
-// (_caddy/...): every path listed in dist/_headers answers 200 with exactly the headers listed
-// there, the file's bytes and 304 to If-None-Match with the catalogue version; a client that
-// accepts br or gzip gets the build's .br or .gz as it is, with Content-Encoding, Vary and that
-// representation's own strong ETag; the hosting files and variant URLs answer 404. Then
+// dist/ served by the real Caddy (Debian's caddy), started by `lds preview caddy` (the command a
+// publisher runs to see a build as it will be hosted), with the generated rules (_caddy/...): every
+// path listed in dist/_headers answers 200 with exactly the headers listed there, the file's bytes
+// and 304 to If-None-Match with the catalogue version; a client that accepts br or gzip gets the
+// build's .br or .gz as it is, with Content-Encoding, Vary and that representation's own strong
+// ETag; the hosting files, the variant URLs and every other path the build did not publish answer
+// 404 with its problem document (Caddy answered 200 with an empty body before issue 34). Then
 // `lds publish` with `caddy reload` as the hook: a client holding v1's ETag gets v2, no request
 // fails during the switch, --rollback brings v1 back (helpers/publish-flow.ts).
 import * as assert from 'uvu/assert';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDir } from './helpers/build.ts';
-import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkPrecompressed, type Site } from './helpers/hosting-checks.ts';
+import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkNotFound, checkPrecompressed, previewStops, type Site } from './helpers/hosting-checks.ts';
+import { startPreview, type Preview } from './helpers/preview.ts';
 import { failLoudly, freePort, parseHeadersFile } from './helpers/nginx.ts';
 import { CADDY, suiteNeeding } from './helpers/programs.ts';
 import { publishCli, publishFlow, twoBuilds, type Built } from './helpers/publish-flow.ts';
@@ -18,7 +21,7 @@ import { startCaddy as startServer, type Caddy as Server } from './helpers/caddy
 const test = suiteNeeding('hosting-caddy.test.ts', [CADDY]);
 
 let builds: [Built, Built];
-let plain: Server | undefined;
+let plain: Preview | undefined;
 let published: Server | undefined;
 let site: Site;
 
@@ -27,7 +30,7 @@ test.before(() =>
     const port = await freePort();
     builds = await twoBuilds(`http://127.0.0.1:${port}`);
     const dist = builds[0].dir;
-    plain = await startServer(`\troot * ${dist}\n\timport ${dist}/_caddy/lds.caddy`, port);
+    plain = await startPreview('caddy', dist, port);
     const rules = parseHeadersFile(await readFile(join(dist, '_headers'), 'utf8'));
     site = { origin: plain.origin, distDir: dist, rules, version: builds[0].version };
   }),
@@ -48,6 +51,8 @@ test('the hosting files and the variants at their own URLs are not served', () =
 
 test('folder URLs of the index pages are served', () => checkFolders(site));
 
+test('every path the build did not publish answers 404 with the build\'s problem document', () => checkNotFound(site));
+
 test('lds publish: a client holding v1\'s ETag gets v2 after the publish, no request fails during the switch, --rollback brings v1 back', async () => {
   const port = await freePort();
   const web = join(await tempDir('web'), 'root');
@@ -60,5 +65,7 @@ test('lds publish: a client holding v1\'s ETag gets v2 after the publish, no req
   const resetsDuringReload = 'Caddy 2.6 reload: SO_REUSEPORT listener hand-over, README "Publishing a new version"';
   await publishFlow(web, { origin: published.origin, reloadCommand: published.reloadCommand, resetsDuringReload }, builds);
 });
+
+test('Ctrl-C stops lds preview and its Caddy', () => previewStops(plain!));
 
 test.run();

@@ -1,6 +1,8 @@
-// dist/ served by the real nginx with the generated include: every path listed in dist/_headers
+// dist/ served by the real nginx, started by `lds preview nginx` (the command a publisher runs to see
+// a build as it will be hosted), with the generated include: every path listed in dist/_headers
 // answers 200 with exactly the headers listed there (content type, strong ETag = catalogue version,
-// cache rule, ...), the file's bytes, and 304 to If-None-Match; the hosting files are not served.
+// cache rule, ...), the file's bytes, and 304 to If-None-Match; the hosting files are not served,
+// and every path the build did not publish answers 404 with its problem document.
 // A client that accepts gzip gets the build's precompressed .gz as it is (gzip_static), with
 // Content-Encoding, Vary and the gzip representation's own strong ETag. Then `lds publish`: a
 // second version published to a web root nginx serves through current/_nginx/release.conf, with
@@ -9,29 +11,34 @@ import * as assert from 'uvu/assert';
 import { gunzipSync } from 'node:zlib';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { tempDir } from './helpers/build.ts';
-import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkPrecompressed, fileFor, header, type Site } from './helpers/hosting-checks.ts';
-import { buildAndServe, failLoudly, freePort, harnessConf, parseHeadersFile, startNginxWith, type HostedDist, type Nginx } from './helpers/nginx.ts';
+import type { BuildResult } from '../generator/build.ts';
+import { cliAsync, tempDir } from './helpers/build.ts';
+import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkNotFound, checkPrecompressed, fileFor, header, previewStops, type Site } from './helpers/hosting-checks.ts';
+import { buildFor, failLoudly, freePort, parseHeadersFile, startNginxWith, type Nginx } from './helpers/nginx.ts';
+import { startPreview, type Preview } from './helpers/preview.ts';
 import { NGINX, suiteNeeding } from './helpers/programs.ts';
 import { publishCli, publishFlow, twoBuilds } from './helpers/publish-flow.ts';
+import { nginxServer } from '../generator/emit/nginx.ts';
 
 const test = suiteNeeding('hosting-nginx.test.ts', [NGINX]);
 
-let hosted: HostedDist;
+let hosted: { distDir: string; build: BuildResult; preview: Preview };
 let site: Site;
 let published: Nginx | undefined;
 
 test.before(() =>
   failLoudly(async () => {
-    hosted = await buildAndServe();
+    const port = await freePort();
+    const { distDir, result } = await buildFor(port);
+    hosted = { distDir, build: result, preview: await startPreview('nginx', distDir, port) };
     const rules = parseHeadersFile(await readFile(join(hosted.distDir, '_headers'), 'utf8'));
     const catalogue = JSON.parse(await readFile(join(hosted.distDir, 'v1/lds/_catalog'), 'utf8'));
-    site = { origin: hosted.nginx.origin, distDir: hosted.distDir, rules, version: catalogue.version };
+    site = { origin: hosted.preview.origin, distDir: hosted.distDir, rules, version: catalogue.version };
   }),
 );
 
 test.after(async () => {
-  await hosted?.stop();
+  await hosted?.preview.stop();
   await published?.stop();
 });
 
@@ -74,6 +81,8 @@ test('the build writes .gz and .br beside the documents; nginx sends the .gz to 
 
 test('the hosting files are not served', () => checkHidden(site));
 
+test('every path the build did not publish answers 404 with the build\'s problem document', () => checkNotFound(site));
+
 test('folder URLs of the index pages are served', () => checkFolders(site));
 
 test('lds publish: a client holding v1\'s ETag gets v2 after the publish, no request fails during the switch, --rollback brings v1 back', async () => {
@@ -82,19 +91,25 @@ test('lds publish: a client holding v1\'s ETag gets v2 after the publish, no req
   const web = join(await tempDir('web'), 'root');
   const first = await publishCli(['--from', builds[0].dir, '--to', web]);
   assert.is(first.code, 0, first.stderr);
-  published = await startNginxWith(
-    (dir) =>
-      harnessConf(
-        dir,
-        `  server {
-    listen 127.0.0.1:${port};
-    server_name localhost;
-    include ${web}/current/_nginx/release.conf;
-  }`,
-      ),
-    port,
-  );
+  published = await startNginxWith(nginxServer('127.0.0.1', port, `include ${web}/current/_nginx/release.conf;`), port);
   await publishFlow(web, { origin: published.origin, reloadCommand: published.reloadCommand }, builds);
 });
+
+test('lds preview --no-start writes and checks the whole configuration and prints the command that runs it; no build, no server', async () => {
+  const dir = join(await tempDir('preview-written'), 'nginx');
+  const r = await cliAsync(['preview', 'nginx', '--from', hosted.distDir, '--port', '18099', '--dir', dir, '--no-start']);
+  assert.is(r.code, 0, r.stderr);
+  const conf = join(dir, 'nginx.conf');
+  assert.match(r.stdout.trim(), new RegExp(`nginx -p ${dir} -c ${conf} -e ${join(dir, 'error.log')}$`));
+  const text = await readFile(conf, 'utf8');
+  for (const line of ['daemon off;', `pid ${dir}/nginx.pid;`, `error_log ${dir}/error.log warn;`, `client_body_temp_path ${dir}/tmp/client_body;`, 'listen 127.0.0.1:18099;', `/_nginx/lds.conf";`])
+    assert.ok(text.includes(line), `nginx.conf has ${line}`);
+  assert.match(r.stderr, /\(checked\)/);
+  const none = await cliAsync(['preview', 'nginx', '--from', join(dir, 'no-build')]);
+  assert.is(none.code, 1);
+  assert.match(none.stderr, /holds no build .*run `lds build` first/);
+});
+
+test('Ctrl-C stops lds preview and its nginx', () => previewStops(hosted.preview));
 
 test.run();

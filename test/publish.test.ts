@@ -81,8 +81,8 @@ test('a failing reload: exit 2, current is switched, the message says what is se
   assert.is(r.code, 2, r.stderr);
   assert.match(r.stderr, 'nginx: configuration test failed');
   assert.match(r.stderr, 'the reload command exited with 3');
-  assert.match(r.stderr, `now points at releases/${b[1]!.version}`);
-  assert.match(r.stderr, `most likely still serves ${b[0]!.version}`);
+  assert.match(r.stderr, `now points at releases/${b[1]!.version} (before this switch: releases/${b[0]!.version})`);
+  assert.match(r.stderr, 'most likely still serves the release it loaded last');
   assert.match(r.stderr, `lds publish --to ${web} --rollback`);
   assert.is(await link('current'), `releases/${b[1]!.version}`);
   assert.is(await link('previous'), `releases/${b[0]!.version}`);
@@ -92,6 +92,10 @@ test('--rollback switches back to the previous release; a second --rollback undo
   const r = await publishCli(['--to', web, '--rollback']);
   assert.is(r.code, 0, r.stderr);
   assert.match(r.stdout, `rolled ${web} back to ${b[0]!.version}`);
+  // Issue 34: after the failed reload above no server ever loaded b[1]: the message without --reload
+  // says what current names and claims nothing about what a server serves.
+  assert.match(r.stderr, `no --reload command: ${join(web, 'current')} now points at releases/${b[0]!.version} (before this switch: releases/${b[1]!.version}); a running web server goes on serving the release it loaded last`);
+  assert.not.match(r.stderr, /keeps serving catalogue-/);
   assert.is(await link('current'), `releases/${b[0]!.version}`);
   assert.is(await link('previous'), `releases/${b[1]!.version}`);
   const again = await publishCli(['--to', web, '--rollback']);

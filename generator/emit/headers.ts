@@ -10,7 +10,7 @@
 // (generator/publish.ts) writes each build into a folder of its own and pins the server to it.
 import type { EmitContext, OutputFile } from './types.ts';
 import { TEXT_TYPE } from './types.ts';
-import { hostedPaths, type HostedPath } from './hosted-paths.ts';
+import { hostedPaths, notFound, type HostedPath } from './hosted-paths.ts';
 import { apacheInclude } from './apache.ts';
 import { caddySnippet } from './caddy.ts';
 import { nginxInclude } from './nginx.ts';
@@ -24,10 +24,11 @@ function headersFile(paths: HostedPath[]): string {
 
 export function emitHostingConfig(ctx: EmitContext, files: OutputFile[]): OutputFile[] {
   const paths = hostedPaths(ctx, files);
+  const missing = notFound(ctx);
   return [
     { path: HOSTING_FILES.headers, contentType: TEXT_TYPE, body: headersFile(paths), cache: 'static' },
-    { path: HOSTING_FILES.nginx, contentType: TEXT_TYPE, body: nginxInclude(ctx.version, paths), cache: 'static' },
-    { path: HOSTING_FILES.apache, contentType: TEXT_TYPE, body: apacheInclude(ctx.version, paths), cache: 'static' },
-    { path: HOSTING_FILES.caddy, contentType: TEXT_TYPE, body: caddySnippet(ctx.version, paths), cache: 'static' },
+    { path: HOSTING_FILES.nginx, contentType: TEXT_TYPE, body: nginxInclude(ctx.version, paths, missing), cache: 'static' },
+    { path: HOSTING_FILES.apache, contentType: TEXT_TYPE, body: apacheInclude(ctx.version, paths, missing), cache: 'static' },
+    { path: HOSTING_FILES.caddy, contentType: TEXT_TYPE, body: caddySnippet(ctx.version, paths, missing), cache: 'static' },
   ];
 }

@@ -1,5 +1,7 @@
 // The published paths with the headers each must be served with: the one list every hosting form
-// (headers.ts: _headers; nginx.ts, apache.ts, caddy.ts) renders, so they can never disagree.
+// (headers.ts: _headers; nginx.ts, apache.ts, caddy.ts) renders, so they can never disagree; and
+// the one answer every web server form gives for any other path (notFound).
+import { problemBase } from '../../contract/problems.ts';
 import type { Coding, EmitContext, OutputFile } from './types.ts';
 
 const STATIC_MAX_AGE = 3600;
@@ -45,4 +47,29 @@ export function headerOf(p: HostedPath, name: string): string {
   const found = p.headers.find(([k]) => k === name);
   if (!found) throw new Error(`${p.urlPath}: no ${name} header`);
   return found[1];
+}
+
+/** The answer to a path the build did not publish: 404 with these headers and this body. */
+export interface NotFound {
+  headers: [string, string][];
+  body: string;
+}
+
+/**
+ * What nginx, Apache and Caddy answer for every path the build did not publish (and for the hosting
+ * files and variant URLs): 404 with one RFC 9457 problem document, byte for byte the same from each,
+ * of the `not-found` type the service answers too (its own names the path; a static rule cannot).
+ * Each server writes the body into its configuration, so it must hold nothing any of them would
+ * read as syntax: no backslash, single quote, backtick, `$` or `%{` (a docs_url holding one is refused).
+ */
+export function notFound(ctx: Pick<EmitContext, 'addresses'>): NotFound {
+  const body = JSON.stringify({
+    type: `${problemBase(ctx.addresses.docs_url)}not-found`,
+    title: 'Not found',
+    status: 404,
+    detail: 'Nothing is published at this address. The well-known index (/.well-known/api-catalog) lists every document.',
+  });
+  const unsafe = /[\\$'`]|%\{/.exec(body);
+  if (unsafe) throw new Error(`docs_url ${JSON.stringify(ctx.addresses.docs_url)} cannot be written into web-server configuration (it contains ${JSON.stringify(unsafe[0])}): choose one without \\ $ ' \` or %{`);
+  return { headers: [['Content-Type', 'application/problem+json'], ['Cache-Control', 'no-store'], ['X-Content-Type-Options', 'nosniff']], body };
 }

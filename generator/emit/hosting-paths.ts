@@ -9,3 +9,8 @@ export function safeConfigPath(path: string): string {
   if (bad) throw new Error(`the path ${JSON.stringify(path)} cannot be written into web-server configuration (it contains ${JSON.stringify(bad[0])}); choose a web root without spaces, quotes or $ { } ; #`);
   return path.replace(/\/+$/, '') || '/';
 }
+
+/** A host as it is written before `:port` in a URL or a listen address (an IPv6 address in brackets). */
+export function hostForPort(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}

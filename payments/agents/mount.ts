@@ -1,11 +1,14 @@
 // Mounts the agent endpoints in the service (serve.ts loads this module and calls mountAgents;
 // tests pass it to startServer as `mount`): MCP at the path of mcp_url, A2A at the path of the
 // agent card's `url`. Both read the draw bounds from the published OpenAPI document, so their
-// input schemas are the HTTP API's.
+// input schemas are the HTTP API's, and A2A answers with the published agent card. A build
+// published under the running service (payments/release/releases.ts) brings its own card and
+// bounds: the endpoints are made again for each release the service switches to, while the A2A
+// tasks (tasks/get of a task made before the switch) are kept in one store across them.
 import type { AgentCard } from '@a2a-js/sdk';
 import type { Middleware } from 'koa';
 import type { Mount, MountContext } from '../http/app.ts';
-import { createA2aMiddleware } from './a2a.ts';
+import { createA2aMiddleware, DrawTaskStore } from './a2a.ts';
 import { createMcpMiddleware } from './mcp.ts';
 import { createRequestValidator } from '../http/openapi-validate.ts';
 
@@ -19,11 +22,24 @@ export function mcpPath(mcpUrl: string): string {
 
 /** MCP, then A2A, as one middleware (serve.ts mounts it lazily, after the server listens). */
 export function agentMiddleware(m: MountContext): Middleware {
+  const taskStore = new DrawTaskStore();
+  // m.site shows the serving release: its documents are one object per release, so a new one means
+  // a switch (checked by identity on each request: no work on the way).
+  let made: { documents: unknown; endpoints: Middleware } | null = null;
+  return (ctx, next) => {
+    const documents = m.site.entries;
+    if (made?.documents !== documents) made = { documents, endpoints: agentEndpoints(m, taskStore) };
+    return made.endpoints(ctx, next);
+  };
+}
+
+/** The MCP and A2A endpoints of the serving release: its agent card and its draw bounds. */
+function agentEndpoints(m: MountContext, taskStore: DrawTaskStore): Middleware {
   const { bounds } = createRequestValidator(m.site.json(`${m.basePath}/specification`));
   const card = m.site.json(AGENT_CARD_URL_PATH) as AgentCard;
   const topupUrl = `${m.baseUrl}/lds/balance/topup`;
   const mcp = createMcpMiddleware(m.service, { path: mcpPath(m.mcpUrl), bounds, topupUrl, maxBodyBytes: bounds.maxBodyBytes });
-  const a2a = createA2aMiddleware(m.service, card, { bounds, maxBodyBytes: bounds.maxBodyBytes });
+  const a2a = createA2aMiddleware(m.service, card, { bounds, maxBodyBytes: bounds.maxBodyBytes, taskStore });
   return (ctx, next) => mcp(ctx, () => a2a(ctx, next));
 }
 

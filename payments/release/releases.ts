@@ -10,8 +10,10 @@
 // mount), on SIGHUP, and when a buyer pays a quote of a store version not held here. A build
 // switches CURRENT before it swaps dist/ in (generator/build.ts), so a new CURRENT is served only
 // once dist/'s catalogue names the same store version; until then the current release keeps serving.
-// A store that does not open, or a dist/ that does not load, is refused (logged, counted in
-// lds_release_refused_total) and not tried again until CURRENT or dist/ changes again or SIGHUP.
+// A store that does not open, a dist/ that does not load, or a dist/ built for other addresses than
+// the served ones (own-addresses.ts: a local build for another port would send this service's buyers
+// there) is refused (logged, counted in lds_release_refused_total) and not tried again until
+// CURRENT or dist/ changes again or SIGHUP.
 import { watch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
@@ -25,6 +27,7 @@ import { createRequestValidator, type RequestValidator } from '../http/openapi-v
 import { loadStaticSite, type StaticSite } from '../http/static.ts';
 import type { Metrics, ReleaseRefusal } from '../metrics.ts';
 import { LiveDrawService } from './live-service.ts';
+import { otherAddresses } from './own-addresses.ts';
 import type { Release } from './release.ts';
 
 export type { Release } from './release.ts';
@@ -82,7 +85,6 @@ export class ReleaseSet {
   private timer: NodeJS.Timeout | null = null;
   private debounce: NodeJS.Timeout | null = null;
   private closed = false;
-  private basePath = '';
   /** What a pay of an unheld version is told: retry after about one check interval. */
   readonly retryAfterSeconds: number;
   /** The releases' draw services see the others through this. */
@@ -141,7 +143,6 @@ export class ReleaseSet {
     const dist = await distIdentity(this.o.distDir);
     const storeVersion = store.meta.store_version;
     this.pool.adopt(storeVersion, store);
-    this.basePath = loaded.basePath;
     if (loaded.catalogue.store_version !== storeVersion) {
       this.log.warn({ catalogue_store: loaded.catalogue.store_version, store: storeVersion }, 'dist/ was built against another unit store version: counts in the catalogue may differ from what is sold');
     }
@@ -243,6 +244,12 @@ export class ReleaseSet {
       await this.pool.release(version);
       return this.refuse(key, 'dist', `${this.o.distDir} does not load`, err);
     }
+    // Before pairing with a store: a build for other addresses is refused whatever store it names.
+    const moved = otherAddresses(this.current.catalogue, loaded.catalogue, { distDir: this.o.distDir, storeRoot: this.o.storeRoot });
+    if (moved) {
+      await this.pool.release(version);
+      return this.refuse(key, 'base_url', `the new build names other addresses than this service: ${moved}`);
+    }
     if (loaded.catalogue.store_version !== version) {
       await this.pool.release(version);
       if (this.waitingKey !== key) {
@@ -250,10 +257,6 @@ export class ReleaseSet {
         this.log.info({ store: version, dist_store: loaded.catalogue.store_version, catalogue: loaded.catalogue.version }, 'new unit store published; waiting for the dist/ built against it (still serving the current release)');
       }
       return 'waiting';
-    }
-    if (loaded.basePath !== this.basePath) {
-      await this.pool.release(version);
-      return this.refuse(key, 'base_url', `the new catalogue's base_url path (${loaded.basePath}) differs from the served one (${this.basePath}): restart the service to move it`);
     }
     const prev = this.current;
     if (loaded.catalogue.version === prev.catalogue.version && version === prev.storeVersion) {
@@ -328,7 +331,8 @@ export class ReleaseSet {
   }
 
   private publishMetrics(): void {
-    this.o.metrics.release(this.current.catalogue.version, this.current.storeVersion, 1 + this.retiring.length);
+    const { catalogue } = this.current;
+    this.o.metrics.release(catalogue.version, this.current.storeVersion, 1 + this.retiring.length, catalogue.products.map((p) => p.product_id));
   }
 
   async close(): Promise<void> {

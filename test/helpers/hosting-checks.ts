@@ -2,12 +2,16 @@
 // (nginx, Apache httpd, Caddy): every path listed in _headers answers 200 with exactly the listed
 // headers and the file's bytes, 304 to If-None-Match with a current tag, the precompressed variant
 // as it is (with Content-Encoding, Vary and its own strong tag) to a client that accepts it, and
-// the hosting files and variant URLs are never served.
+// the hosting files and variant URLs are never served; every other path answers 404 with the
+// build's one problem document, the same bytes from each server.
 import * as assert from 'uvu/assert';
 import { request } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { notFound } from '../../generator/emit/hosted-paths.ts';
+import { canConnect } from './http.ts';
 import type { HeaderRule } from './nginx.ts';
+import type { Preview } from './preview.ts';
 
 export const header = (r: HeaderRule, name: string) => r.headers.find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
 
@@ -143,4 +147,44 @@ export async function checkFolders(site: Site): Promise<void> {
     assert.is(res.status, 200, `${f}: status`);
     assert.ok(res.body.equals(await readFile(await fileFor(site.distDir, f))), `${f}: its index file`);
   }
+}
+
+/** Paths the build did not publish: unknown ones, folders, a file URL with a slash, the hosting files, a variant. */
+export const UNPUBLISHED = ['/nonexistent', '/products/nope.html', '/products/', '/products', '/v1', '/docs', '/v1/lds/_catalog/', '/v1/dcat/catalog/', '/.lds-not-published', '/_headers', '/_nginx/lds.conf', '/_caddy/', '/v1/lds/_catalog.gz'];
+
+/**
+ * Issue 34: every server answers a path the build did not publish with 404 and the build's problem
+ * document (Caddy answered 200 with an empty body): the very bytes notFound() gives the three
+ * configurations, so nginx, Apache and Caddy send the same; a GET, a HEAD and a POST alike.
+ */
+export async function checkNotFound(site: Site): Promise<void> {
+  const catalogue = JSON.parse(await readFile(join(site.distDir, 'v1/lds/_catalog'), 'utf8'));
+  const expected = notFound({ addresses: catalogue });
+  const doc = JSON.parse(expected.body);
+  assert.equal([doc.type, doc.title, doc.status], [new URL('problems/not-found', catalogue.docs_url).href, 'Not found', 404], 'the not-found problem of the service');
+  for (const path of UNPUBLISHED) {
+    const res = await rawGet(site.origin + path);
+    assert.is(res.status, 404, `${path}: status`);
+    for (const [name, value] of expected.headers) assert.is(res.headers[name.toLowerCase()], value, `${path}: ${name}`);
+    assert.is(res.body.toString(), expected.body, `${path}: the build's problem document`);
+    assert.is(res.headers.etag, undefined, `${path}: no ETag of a document`);
+  }
+  for (const method of ['HEAD', 'POST']) {
+    const res = await new Promise<{ status: number; type: string | undefined }>((resolve, reject) =>
+      request(`${site.origin}/nonexistent`, { method, agent: false }, (r) => {
+        r.resume();
+        r.on('end', () => resolve({ status: r.statusCode ?? 0, type: r.headers['content-type'] }));
+      })
+        .on('error', reject)
+        .end(),
+    );
+    assert.equal([res.status, res.type], [404, 'application/problem+json'], `${method} /nonexistent`);
+  }
+}
+
+/** `lds preview` stops its server on Ctrl-C and exits 0; nothing listens on the port afterwards. */
+export async function previewStops(preview: Preview): Promise<void> {
+  assert.is(await preview.stop(), 0, preview.stderr());
+  assert.match(preview.stderr(), /\[preview\] .* stopped \(SIGINT\)/);
+  assert.not.ok(await canConnect(Number(new URL(preview.origin).port)), 'the server is gone');
 }

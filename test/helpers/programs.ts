@@ -3,25 +3,12 @@
 // never fails for that. CI sets LDS_REQUIRE_PROGRAMS=1 (.ci/run), which turns a missing program
 // into a failure, so CI never skips. Point NGINX_BIN or CHROMIUM_BIN at a path that does not exist
 // to see the skip on a machine that has them.
-import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
 import { suite, test, type Test } from 'uvu';
+import { APACHE, CADDY, locate, NGINX, programPath, whyMissing, type Program } from '../../generator/web-servers.ts';
 
-export interface Program {
-  /** as the messages name it */
-  name: string;
-  /** executable names looked for on PATH, then in `dirs` */
-  names: string[];
-  /** also searched: /usr/sbin is not on a non-root user's PATH on Debian */
-  dirs: string[];
-  /** an environment variable that names the executable instead of searching */
-  env?: string;
-  install: string;
-}
+// The web servers are found as `lds preview` finds them (generator/web-servers.ts).
+export { APACHE, CADDY, locate, NGINX, programPath, type Program };
 
-export const NGINX: Program = { name: 'nginx', names: ['nginx'], dirs: ['/usr/sbin'], env: 'NGINX_BIN', install: 'apt-get update && apt-get install -y nginx' };
-export const APACHE: Program = { name: 'Apache httpd', names: ['apache2'], dirs: ['/usr/sbin'], env: 'APACHE_BIN', install: 'apt-get update && apt-get install -y apache2' };
-export const CADDY: Program = { name: 'Caddy', names: ['caddy'], dirs: [], env: 'CADDY_BIN', install: 'apt-get update && apt-get install -y caddy' };
 export const CHROMIUM: Program = { name: 'Chromium', names: ['chromium', 'chromium-browser'], dirs: [], env: 'CHROMIUM_BIN', install: 'apt-get update && apt-get install -y chromium' };
 /** The documented shell examples call it by name, so only PATH counts. */
 export const CURL: Program = { name: 'curl', names: ['curl'], dirs: [], install: 'apt-get update && apt-get install -y curl' };
@@ -31,33 +18,6 @@ export const UNSHARE: Program = { name: 'unshare', names: ['unshare'], dirs: ['/
 
 /** The flag .ci/run sets. */
 export const REQUIRE_PROGRAMS = 'LDS_REQUIRE_PROGRAMS';
-
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** The program's executable, or why there is none. */
-export function locate(p: Program): { path: string } | { missing: string } {
-  const named = p.env ? process.env[p.env] : undefined;
-  if (named) return executable(named) ? { path: named } : { missing: `${p.env}=${named} is not an executable file` };
-  const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), ...p.dirs];
-  for (const dir of dirs) for (const name of p.names) if (executable(join(dir, name))) return { path: join(dir, name) };
-  return { missing: `no ${p.names.join(' or ')} on PATH${p.dirs.length ? ` or in ${p.dirs.join(', ')}` : ''}${p.env ? ` (or set ${p.env})` : ''}` };
-}
-
-const whyMissing = (p: Program, missing: string) => `${p.name} is missing (${missing}); install it with \`${p.install}\``;
-
-/** The program's path; throws with the reason and the install command when it is missing. */
-export function programPath(p: Program): string {
-  const found = locate(p);
-  if ('missing' in found) throw new Error(whyMissing(p, found.missing));
-  return found.path;
-}
 
 /** A suite whose tests are all registered as skipped; hooks never run. */
 function skippedSuite(): Test {

@@ -47,7 +47,12 @@ export interface BuildRun {
  * on a loaded machine.
  */
 export function runBuild(srcDir: string, dist: string, storeRoot: string, env: Record<string, string> = {}): Promise<BuildRun> {
-  const args = [...LDS_ARGS, 'build', '--src', srcDir, '--out', dist, '--store-root', storeRoot, '--local', '--publisher-url', 'https://publisher.example', '--source-date-epoch', '1767225600'];
+  return runBuildWith(['--src', srcDir, '--out', dist, '--store-root', storeRoot, '--local', '--publisher-url', 'https://publisher.example', '--source-date-epoch', '1767225600'], env);
+}
+
+/** `lds build` with these arguments, as a child process (no time limit but a generous one). */
+export function runBuildWith(buildArgs: string[], env: Record<string, string> = {}): Promise<BuildRun> {
+  const args = [...LDS_ARGS, 'build', ...buildArgs];
   return new Promise<BuildRun>((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
     let stderr = '';
