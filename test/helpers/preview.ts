@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { WebServerKind } from '../../generator/web-servers.ts';
-import { REPO, tempDir } from './build.ts';
+import { LDS_ARGS, REPO, tempDir } from './build.ts';
 
 export interface Preview {
   origin: string;
@@ -30,7 +30,7 @@ process.once('exit', () => {
 /** Runs `lds preview <kind> --from <build> --port <port>`; resolves once it prints the address it serves. */
 export async function startPreview(kind: WebServerKind, build: string, port: number): Promise<Preview> {
   const dir = join(await tempDir(`preview-${kind}`), 'server');
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'preview', kind, '--from', build, '--port', String(port), '--dir', dir], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [...LDS_ARGS, 'preview', kind, '--from', build, '--port', String(port), '--dir', dir], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.add(child);
   let stdout = '';
   let stderr = '';
