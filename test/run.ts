@@ -104,6 +104,13 @@ interface Tally { passed: number; failed: number; skipped: number; crashed: bool
 
 interface Finished extends Tally { output: string; seconds: number }
 
+/**
+ * Longest a file may run (LDS_TEST_FILE_TIMEOUT_S, default 20 minutes, several times the slowest
+ * file on a loaded machine): a file that hangs - a hook that failed and left a server listening, so
+ * its process never ends - is killed and counted as failed, and the run goes on to its closing line.
+ */
+const FILE_TIMEOUT_MS = Math.max(1, Number(process.env.LDS_TEST_FILE_TIMEOUT_S ?? 1200)) * 1000;
+
 function runFile(file: string, backend: Backend | null): Promise<Finished> {
   return new Promise((resolve) => {
     const started = performance.now();
@@ -116,7 +123,14 @@ function runFile(file: string, backend: Backend | null): Promise<Finished> {
     let output = '';
     child.stdout.on('data', (d) => { out += d; output += d; });
     child.stderr.on('data', (d) => { output += d; });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, FILE_TIMEOUT_MS);
     child.on('close', (code) => {
+      clearTimeout(timer);
+      if (timedOut) output += `\nkilled: still running after ${FILE_TIMEOUT_MS / 1000} s (LDS_TEST_FILE_TIMEOUT_S)\n`;
       const num = (label: string) => {
         const all = [...out.matchAll(new RegExp(`${label}:\\s+(\\d+)`, 'g'))];
         return all.reduce((s, m) => s + Number(m[1]), 0);
@@ -128,7 +142,7 @@ function runFile(file: string, backend: Backend | null): Promise<Finished> {
       let failed = total - passed;
       // A file that exits non-zero without any failing uvu test (a crash, an unhandled
       // rejection, a hook that threw) still counts as one failure; so does one that checked nothing.
-      const crashed = code !== 0 && failed === 0;
+      const crashed = (code !== 0 || timedOut) && failed === 0;
       const empty = total === 0 && skipped === 0;
       if (crashed || empty) failed = Math.max(failed, 1);
       const skips = [...out.matchAll(/^SKIP (.*)$/gm)].map((m) => m[1]!);
