@@ -68,22 +68,27 @@ async function buildInto(root: string): Promise<void> {
  */
 export async function buildFixture(): Promise<Fixture> {
   const root = await mkdtemp(join(tmpdir(), 'lds-svc-'));
-  const cache = process.env.LDS_TEST_FIXTURE_CACHE;
-  if (cache) {
-    const built = join(cache, 'service');
-    if (!existsSync(built)) {
-      // Built under a name of its own, then renamed: two files asking at once both build, one wins.
-      const mine = await mkdtemp(join(cache, 'service.tmp-'));
-      await buildInto(mine);
-      await rename(mine, built).catch(() => rm(mine, { recursive: true, force: true }));
-    }
-    await cp(built, root, { recursive: true, verbatimSymlinks: true });
-  } else {
-    await buildInto(root);
-  }
+  await cachedBuild('service', root, buildInto);
   const dist = join(root, 'dist');
   const catalogue = JSON.parse(readFileSync(join(dist, 'v1/lds/_catalog'), 'utf8'));
   return { root, dist, store: join(root, 'store'), catalogue };
+}
+
+/**
+ * `make(dir)` (a build of fixed inputs) into `root`: under test/run.ts made once per run under
+ * LDS_TEST_FIXTURE_CACHE as `name` and copied (links kept as links), else made in `root`.
+ */
+export async function cachedBuild(name: string, root: string, make: (dir: string) => Promise<void>): Promise<void> {
+  const cache = process.env.LDS_TEST_FIXTURE_CACHE;
+  if (!cache) return make(root);
+  const built = join(cache, name);
+  if (!existsSync(built)) {
+    // Built under a name of its own, then renamed: two files asking at once both build, one wins.
+    const mine = await mkdtemp(join(cache, `${name}.tmp-`));
+    await make(mine);
+    await rename(mine, built).catch(() => rm(mine, { recursive: true, force: true }));
+  }
+  await cp(built, root, { recursive: true, verbatimSymlinks: true });
 }
 
 /**
