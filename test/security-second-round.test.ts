@@ -7,10 +7,12 @@
 //   4. replaying a paid quote over A2A answers the first payment's task (no new paid task), and a
 //      full paid-task set drops the oldest task of the balance holding the most, never another's;
 //   5. a quote made on catalogue A and paid after a live switch to catalogue B (only a price
-//      changed, the same unit store) is charged A's price and its signed receipt names A.
+//      changed, the same unit store) is charged A's price and its signed receipt names A;
+//   6. the LevelDB ledger folder and the secrets are owner-only on disk (the store root: store-build).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cp, mkdtemp, rename } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, rename, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Task } from '@a2a-js/sdk';
 import { build } from '../generator/build.ts';
@@ -44,7 +46,7 @@ test.before(async () => {
   a2aUrl = `${srv.url}${new URL(fx.catalogue.base_url).pathname}/a2a`;
 });
 test.after(async () => {
-  await limited?.close();
+  await limited?.close().catch(() => {}); // closed by test 6 already
   await srv?.close();
 });
 
@@ -186,6 +188,30 @@ test('5. a quote of catalogue A paid after a live switch to B (a new price, the 
   // A replay signs the same receipt.
   const again = (await (await postJson(`${srv.base}/lds/draw`, q.pay_with, bearer(token))).json()) as { receipt: { catalogue_version: string } };
   assert.is(again.receipt.catalogue_version, a);
+});
+
+// ---------------------------------------------------------------- 6. modes on disk
+
+test('6. a ledger folder outside var/ (LevelDB) and the secrets are owner-only; a ledger folder others could read is tightened', async () => {
+  const place = await mkdtemp(join(tmpdir(), 'lds-modes-'));
+  const ledgerDir = join(place, 'ledger');
+  await mkdir(ledgerDir, { mode: 0o755 });
+  await chmod(ledgerDir, 0o755);
+  const secretsDir = join(place, 'secrets');
+  const modeOf = async (p: string) => (await stat(p)).mode & 0o777;
+  await limited.close(); // its test is done; a unit store opens in one server at a time
+  const s = await startTestServer(fx, { env: { LDS_LEDGER_DIR: ledgerDir, LDS_SECRETS_DIR: secretsDir } });
+  try {
+    await topUp(s.base, '5.00', 'spt_test_modes'); // a balance in the ledger
+    assert.ok((await readdir(ledgerDir)).length > 0, 'the LevelDB ledger is there');
+    assert.is(await modeOf(ledgerDir), 0o700, 'nobody else can enter the ledger folder (LevelDB makes its files 0644)');
+    assert.is(await modeOf(secretsDir), 0o700);
+    const secrets = await readdir(secretsDir);
+    assert.ok(secrets.length >= 4, secrets.join(', '));
+    for (const f of secrets) assert.is(await modeOf(join(secretsDir, f)), 0o600, f);
+  } finally {
+    await s.close();
+  }
 });
 
 test.run();
