@@ -104,7 +104,7 @@ export async function withPublishLock<T>(dir: string, work: () => Promise<T>): P
   const lock = join(dir, PUBLISH_LOCK);
   const mine = `${process.pid} ${randomBytes(8).toString('hex')}\n`;
   let held = false;
-  for (let attempt = 0; attempt < ATTEMPTS && !held; attempt++) {
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     held = await createWhole(dir, lock, mine);
     if (held) break;
     const seen = await readOrNull(lock);

@@ -3,6 +3,9 @@
 // swept when they grow so a scan from many addresses (or made-up tokens) cannot exhaust memory (a
 // full bucket carries no information and can be forgotten).
 //
+// A request takes one from each bucket that applies; an adapter whose body carries several calls
+// (an MCP JSON-RPC batch) takes the rest with callLimitOf, so a batch costs what its calls would.
+//
 // The limits are per instance (in memory). Several instances behind one proxy each allow the full
 // rate; the fleet-wide cap is nginx's `limit_req` at the edge (README, "Operations").
 //
