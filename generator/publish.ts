@@ -258,8 +258,9 @@ export async function publish(from: string, opts: PublishOptions & { keep?: numb
   const source = await realpath(resolve(from));
   const tree = await regularTree(source, resolve(from));
   const server = servedAs(opts, dir);
-  await mkdir(join(dir, 'releases'), { recursive: true });
-  await ownFolder(join(dir, 'releases'));
+  // Checked before it is made: mkdir would go through a link to a folder (or fail on a dangling one).
+  if (await exists(join(dir, 'releases'))) await ownFolder(join(dir, 'releases'));
+  else await mkdir(join(dir, 'releases'), { recursive: true });
 
   return withLock(dir, async () => {
     const current = await linkTarget(dir, 'current');

@@ -90,6 +90,12 @@ test('2. --to whose releases/ is a link out, or whose release folder is one, is 
   assert.is(r.code, 1, r.stderr);
   assert.match(r.stderr, `${join(web, 'releases')} is a symbolic link (to ${out})`);
   assert.equal(await entries(out), []);
+  // a dangling one is named the same way, not a raw error
+  await unlink(join(web, 'releases'));
+  await symlink(join(out, 'gone'), join(web, 'releases'));
+  const dangling = await publish(['--from', built.dir, '--to', web]);
+  assert.is(dangling.code, 1, dangling.stderr);
+  assert.match(dangling.stderr, `${join(web, 'releases')} is a symbolic link (to ${join(out, 'gone')})`);
 
   // releases/<version> a link to a copy of the build elsewhere (a publish would reuse it and write its pins there)
   const web2 = join(await tempDir('web'), 'root');
