@@ -19,18 +19,24 @@
 // reader sees the old link or the new one). A release folder appears under its final name only
 // once it is complete (written under a temporary name, synced, renamed), so `current` never points
 // at half a copy, and a release already there is reused as it is.
+//
+// Nothing is written through a symbolic link: a build holding anything but regular files and
+// folders is refused before anything is written (naming the entry), the copy makes every folder
+// and creates every file anew, and releases/ and a release reused must be folders, not links.
+// One publish or rollback runs at a time per web root (generator/publish-lock.ts).
 import { spawn } from 'node:child_process';
-import { cp, lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { constants, type Dirent } from 'node:fs';
+import { copyFile, lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { apacheReleasePin } from './emit/apache.ts';
 import { caddyReleasePin } from './emit/caddy.ts';
 import { nginxReleasePin } from './emit/nginx.ts';
 import { safeConfigPath } from './emit/hosting-paths.ts';
-import { fsyncPath, fsyncTree, switchLink } from './durable.ts';
+import { alive, fsyncPath, fsyncTree, switchLink } from './durable.ts';
+import { LockRefused, withPublishLock } from './publish-lock.ts';
 
 export const DEFAULT_KEEP = 5;
 const VERSION = /^catalogue-[0-9a-f]{12}$/;
-const LOCK = '.lds-publish.lock';
 
 /** A refusal or failure with the exit code the command ends with (1: nothing changed; 2: switched, the reload failed). */
 export class PublishError extends Error {
@@ -98,6 +104,57 @@ async function linkTarget(dir: string, name: 'current' | 'previous'): Promise<st
   return target;
 }
 
+/**
+ * Refuses a folder of lds publish's own under --to (releases/, a release) that is a symbolic link
+ * or not a folder: writing there would write wherever the link points.
+ */
+async function ownFolder(path: string): Promise<void> {
+  const info = await lstat(path);
+  if (info.isSymbolicLink())
+    throw new PublishError(`${path} is a symbolic link (to ${await readlink(path)}): lds publish writes only into folders of its own under --to, never through a link. Replace the link with a folder and publish again; nothing was changed.`);
+  if (!info.isDirectory()) throw new PublishError(`${path} is a file, not a folder: lds publish keeps its releases there. Move it away and publish again; nothing was changed.`);
+}
+
+/** What a build entry that is neither a regular file nor a folder is, in words. */
+async function kindOf(e: Dirent, path: string): Promise<string> {
+  if (e.isSymbolicLink()) return `a symbolic link (to ${await readlink(path).catch(() => 'somewhere unreadable')})`;
+  if (e.isFIFO()) return 'a named pipe';
+  if (e.isSocket()) return 'a socket';
+  return 'a device file';
+}
+
+/**
+ * The folders and regular files under `dir` (each folder before what it holds), relative to it.
+ * Anything else is refused, named as `shownAs/<path>`: above all a symbolic link, which the copy
+ * (or the web server serving the release) would follow out of the release.
+ */
+async function regularTree(dir: string, shownAs: string): Promise<{ folders: string[]; files: string[] }> {
+  const folders: string[] = [];
+  const files: string[] = [];
+  const walk = async (rel: string): Promise<void> => {
+    for (const e of await readdir(join(dir, rel), { withFileTypes: true })) {
+      const path = join(rel, e.name);
+      if (e.isDirectory()) {
+        folders.push(path);
+        await walk(path);
+      } else if (e.isFile()) files.push(path);
+      else
+        throw new PublishError(
+          `${join(shownAs, path)} is ${await kindOf(e, join(dir, path))}: a build holds only regular files and folders, and lds publish refuses anything else. Remove it (or rebuild with lds build) and publish again; nothing was changed.`,
+        );
+    }
+  };
+  await walk('');
+  return { folders, files };
+}
+
+/** Copies a checked tree into the new folder `to`: every folder made here, every file created anew (never through a link). */
+async function copyTree(from: string, tree: { folders: string[]; files: string[] }, to: string): Promise<void> {
+  await mkdir(to);
+  for (const f of tree.folders) await mkdir(join(to, f));
+  for (const f of tree.files) await copyFile(join(from, f), join(to, f), constants.COPYFILE_EXCL);
+}
+
 /** Writes the release pins into a release folder (each through a temporary file and a rename). */
 async function writePins(releaseDir: string, version: string, servedAs: string): Promise<void> {
   const pins: [string, string][] = [
@@ -114,33 +171,12 @@ async function writePins(releaseDir: string, version: string, servedAs: string):
   }
 }
 
-/** One publish or rollback at a time per web root: a lock file holding the owner's pid. */
+/** One publish or rollback at a time per web root (generator/publish-lock.ts); a refusal changes nothing. */
 async function withLock<T>(dir: string, work: () => Promise<T>): Promise<T> {
-  const path = join(dir, LOCK);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await writeFile(path, `${process.pid}\n`, { flag: 'wx' });
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw err;
-      const pid = Number((await readFile(path, 'utf8').catch(() => '')).trim());
-      let alive = false;
-      if (Number.isInteger(pid) && pid > 0) {
-        try {
-          process.kill(pid, 0);
-          alive = true;
-        } catch (e) {
-          alive = (e as NodeJS.ErrnoException).code === 'EPERM';
-        }
-      }
-      if (alive) throw new PublishError(`another lds publish (process ${pid}) is working on ${dir}; wait for it to finish (or, if there is no such process, remove ${path})`);
-      await unlink(path).catch(() => {}); // left by a publish that died: take over
-    }
-  }
   try {
-    return await work();
-  } finally {
-    await unlink(path).catch(() => {});
+    return await withPublishLock(dir, work);
+  } catch (err) {
+    throw err instanceof LockRefused ? new PublishError(err.message) : err;
   }
 }
 
@@ -192,9 +228,11 @@ async function prune(dir: string, keep: number, current: string, previous: strin
   const entries = await readdir(releases, { withFileTypes: true });
   const dated: { name: string; mtime: number }[] = [];
   for (const e of entries) {
-    // A temporary folder is always garbage here: the lock says no other publish is writing.
-    if (e.name.startsWith('.incoming-')) {
-      await rm(join(releases, e.name), { recursive: true, force: true });
+    // A temporary folder is garbage here (the lock says no other publish is writing); one whose
+    // process still runs is left alone all the same.
+    const incoming = /^\.incoming-.*-(\d+)$/.exec(e.name);
+    if (incoming) {
+      if (Number(incoming[1]) === process.pid || !alive(Number(incoming[1]))) await rm(join(releases, e.name), { recursive: true, force: true });
       continue;
     }
     if (e.isDirectory() && VERSION.test(e.name)) dated.push({ name: e.name, mtime: (await stat(join(releases, e.name))).mtimeMs });
@@ -225,8 +263,11 @@ export async function publish(from: string, opts: PublishOptions & { keep?: numb
   const version = await buildVersion(resolve(from));
   // dist/ is a link to the build it serves (generator/build.ts): copy that build, not the link.
   const source = await realpath(resolve(from));
+  const tree = await regularTree(source, resolve(from));
   const server = servedAs(opts, dir);
-  await mkdir(join(dir, 'releases'), { recursive: true });
+  // Checked before it is made: mkdir would go through a link to a folder (or fail on a dangling one).
+  if (await exists(join(dir, 'releases'))) await ownFolder(join(dir, 'releases'));
+  else await mkdir(join(dir, 'releases'), { recursive: true });
 
   return withLock(dir, async () => {
     const current = await linkTarget(dir, 'current');
@@ -237,6 +278,8 @@ export async function publish(from: string, opts: PublishOptions & { keep?: numb
     }
     const release = join(dir, 'releases', version);
     if (await exists(release)) {
+      await ownFolder(release);
+      await regularTree(release, release);
       const there = await buildVersion(release).catch(() => null);
       if (there !== version) throw new PublishError(`${release} exists but does not hold ${version} (it holds ${there ?? 'no complete build'}): remove that folder and publish again`);
       progress(`releases/${version} is already there (published before): switching back to it`);
@@ -246,7 +289,7 @@ export async function publish(from: string, opts: PublishOptions & { keep?: numb
       await rm(incoming, { recursive: true, force: true });
       progress(`copying ${source} to ${release}`);
       try {
-        await cp(source, incoming, { recursive: true, errorOnExist: true, force: false });
+        await copyTree(source, tree, incoming);
         await writePins(incoming, version, join(server, 'releases', version));
         const { files, bytes } = await fsyncTree(incoming);
         await rename(incoming, release);
@@ -254,6 +297,7 @@ export async function publish(from: string, opts: PublishOptions & { keep?: numb
         progress(`wrote releases/${version} (${files} files, ${(bytes / 1e6).toFixed(1)} MB)`);
       } catch (err) {
         await rm(incoming, { recursive: true, force: true });
+        if (err instanceof PublishError) throw err;
         throw new PublishError(`could not write ${release}: ${(err as Error).message}; nothing was switched`);
       }
     }
@@ -284,6 +328,8 @@ export async function rollback(opts: PublishOptions): Promise<PublishResult> {
     const previous = await linkTarget(dir, 'previous');
     if (!previous || previous === current) throw new PublishError(`${dir} has no previous release to roll back to (only ${current ?? 'nothing'} was published there)`);
     const release = join(dir, 'releases', previous);
+    await ownFolder(join(dir, 'releases'));
+    if (await exists(release)) await ownFolder(release);
     if ((await buildVersion(release).catch(() => null)) !== previous) throw new PublishError(`the previous release ${release} is missing or incomplete: cannot roll back to it`);
     if (current) await switchLink(dir, 'previous', join('releases', current));
     await switchLink(dir, 'current', join('releases', previous));

@@ -3,7 +3,8 @@
 // var/secrets (mode 0600) so restarts keep quotes and MPP challenges valid; production
 // (NODE_ENV=production) must supply them and may not use the sandbox processor.
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { privateDir } from '../contract/private-dir.ts';
 import { join, resolve } from 'node:path';
 import { isPostgresUrl } from './ledger/open.ts';
 import { generateReceiptKey, ReceiptKeyError, ReceiptSigner } from './receipts.ts';
@@ -89,15 +90,15 @@ export function decodeSecret(name: string, raw: string): Buffer {
   return buf;
 }
 
-/** Reads a local secret, creating it (32 random bytes, hex, mode 0600) on first start. */
+/** Reads a local secret, creating it (32 random bytes, hex, mode 0600) on first start; its folder is made owner-only. */
 async function localSecret(dir: string, file: string): Promise<Buffer> {
   const path = join(dir, file);
+  await privateDir(dir);
   try {
     return decodeSecret(path, await readFile(path, 'utf8'));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  await mkdir(dir, { recursive: true, mode: 0o700 });
   const secret = Buffer.from(randomBytes(MIN_SECRET_BYTES).toString('hex'), 'utf8');
   // 'wx': if two processes start at once, one wins and the other reads the winner's secret.
   try {
@@ -135,12 +136,12 @@ async function receiptKeys(env: NodeJS.ProcessEnv, production: boolean, dir: str
   if (env.LDS_RECEIPT_KEYS_FILE) return parse('LDS_RECEIPT_KEYS_FILE', await readFile(env.LDS_RECEIPT_KEYS_FILE, 'utf8'));
   if (production) throw new ConfigError('NODE_ENV=production requires LDS_RECEIPT_KEYS or LDS_RECEIPT_KEYS_FILE (a JSON array of Ed25519 JWKs; `npx lds receipt keygen` makes one)');
   const path = join(dir, 'receipt-keys.json');
+  await privateDir(dir);
   try {
     return parse(path, await readFile(path, 'utf8'));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  await mkdir(dir, { recursive: true, mode: 0o700 });
   try {
     await writeFile(path, JSON.stringify([generateReceiptKey()]) + '\n', { mode: 0o600, flag: 'wx' });
   } catch (err) {

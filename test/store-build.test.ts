@@ -1,7 +1,7 @@
 // Unit store build: counts, EuroVoc routing, held sources, bad records, reproducible versions.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { appendFile, readdir, readFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { KEY, RANK_BLOCK } from '../contract/store-format.ts';
@@ -102,20 +102,29 @@ test('a held source is never read, even when it names data', async () => {
   const europeana = sources.get('global.europeana')!;
   assert.ok(europeana.held);
   sources.set('global.europeana', { ...europeana, data: [{ adapter: 'csv', path: 'data/does-not-exist.csv', key: ['id'] }] });
-  const r = await buildUnitStore({ ...cat, sources }, opts(await tempDir('store-held')));
+  const heldRoot = join(await tempDir('store-held'), 'made', 'by-the-build');
+  const r = await buildUnitStore({ ...cat, sources }, opts(heldRoot));
   assert.equal(r.products['svc-cultural-heritage-eu']['global.europeana'], { units: 0, rows: 0 });
   assert.is(r.store_version, built.store_version, 'nothing of the held source changes the store');
+  assert.is((await stat(heldRoot)).mode & 0o777, 0o700, 'a store root the build makes is owner-only');
 });
 
-test('sources without data report zero and say why; same inputs give the same store version', async () => {
+test('sources without data report zero and say why; same inputs give the same store version; the store root is made owner-only', async () => {
   assert.equal(built.products['svc-agriculture-eu']['eu.eurostat'], { units: 0, rows: 0 });
   assert.match(built.notes['eu.eurostat'], /P units/);
   assert.ok(built.notes['eu.eurovoc_taxonomy']);
   assert.not.ok('eu.eurlex' in built.notes);
   assert.match(built.store_version!, /^store-[0-9a-f]{12}$/);
-  const again = await buildUnitStore(cat, opts(await tempDir('store-again')));
+  // A store root that others can read (0755, as earlier versions made it) is made owner-only, and the build says so.
+  const againRoot = join(await tempDir('store-again'), 'store');
+  await mkdir(againRoot, { mode: 0o755 });
+  await chmod(againRoot, 0o755);
+  const said: string[] = [];
+  const again = await buildUnitStore(cat, opts(againRoot, { progress: (m: string) => said.push(m) }));
   assert.is(again.store_version, built.store_version);
   assert.equal(again.products, built.products);
+  assert.is((await stat(againRoot)).mode & 0o777, 0o700);
+  assert.ok(said.some((m) => m === `${againRoot} could be read by others (mode 755): made it owner-only (700)`), said.join('\n'));
 });
 
 test('malformed input fails the build with file and line, and leaves the store as it was', async () => {

@@ -9,7 +9,8 @@
 // end, so LevelDB never has to rewrite overlapping files.
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
+import { privateDir } from '../../contract/private-dir.ts';
 import { once } from 'node:events';
 import { join, resolve } from 'node:path';
 import { Level } from 'level';
@@ -191,7 +192,9 @@ export async function buildUnitStore(
 ): Promise<StoreSummary & { report: string }> {
   const progress = opts.progress ?? (() => {});
   const root = resolve(opts.storeRoot);
-  await mkdir(root, { recursive: true });
+  // Owner-only: the store is what is sold, never published (contract/private-dir.ts).
+  const loose = await privateDir(root);
+  if (loose !== null) progress(`${root} could be read by others (mode ${loose.toString(8)}): made it owner-only (700)`);
   for (const name of await removeStaleTemp(root)) progress(`removed ${name}, left by an interrupted build`);
 
   const bad = new BadRecordCounter();

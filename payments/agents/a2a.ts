@@ -17,7 +17,9 @@
 //   a balance token in a data part takes from that token's rate-limit bucket → -32029 with the 429 problem
 // tasks/get: a task made with a balance token (a paid draw, a refusal, a quote for that balance) shows
 // its artifacts only to a read with the same token; anyone else with the id gets its state alone
-// (DrawTaskStore). Paid draws are kept apart from other tasks, so free quotes cannot push them out.
+// (DrawTaskStore). Paid draws are kept apart from other tasks, so free quotes cannot push them out;
+// a replayed paid quote is answered with its first task, and a full set drops the oldest task of the
+// balance holding the most, so one balance cannot push out the paid draws of others.
 import { randomUUID } from 'node:crypto';
 import { hashesEqual, hashToken } from '../tokens.ts';
 import type { Middleware } from 'koa';
@@ -63,7 +65,7 @@ export interface A2aOptions {
 }
 
 /** The caller, as far as the A2A layer knows: the balance token it presented, if any. */
-class BalanceHolder implements User {
+export class BalanceHolder implements User {
   constructor(
     readonly token: string | undefined,
     /** The rate limit of this HTTP request's balance token bucket (payments/http/ratelimit.ts). */
@@ -97,17 +99,26 @@ interface Kept {
   owner?: string;
   /** paid draws: when the task is dropped */
   until?: number;
+  /** paid draws: the draw id of its receipt */
+  drawId?: string;
 }
 
-/** A task that holds a paid draw (its units and receipt). */
-function isPaid(task: Task): boolean {
-  return (task.artifacts ?? []).some((a) => a.name === 'draw');
+/** The draw id of a task that holds a paid draw (its units and receipt), or undefined. */
+function drawIdOf(task: Task): string | undefined {
+  const draw = (task.artifacts ?? []).find((a) => a.name === 'draw');
+  if (!draw) return undefined;
+  const data = (draw.parts[0] as { data?: { receipt?: { draw_id?: unknown } } } | undefined)?.data;
+  return String(data?.receipt?.draw_id ?? '');
 }
 
 /**
  * Keeps tasks in memory for tasks/get, in two separately bounded sets so free requests can never
  * push out what someone paid for: paid draws (at most `maxPaid`, each for `paidTtlMs`) and every
  * other task (quotes and refusals, at most `maxOther`), oldest dropped first within each set.
+ *
+ * Paid draws: one task per draw (a replay of its quote is answered with that task, `paidTaskOf`,
+ * and changes nothing), and when the set is full the task dropped is the oldest of the balance
+ * holding the most, so no balance can push out another's paid draws by buying many of its own.
  *
  * A task made with a balance token is that token's: a read with another token or none gets the
  * task's id, context and state, but no artifacts, status message, history or metadata (what it
@@ -116,16 +127,23 @@ function isPaid(task: Task): boolean {
 export class DrawTaskStore implements TaskStore {
   private readonly paid = new Map<string, Kept>();
   private readonly other = new Map<string, Kept>();
+  /** Paid task id by its draw id. */
+  private readonly paidByDraw = new Map<string, string>();
+  /** How many paid tasks each owner holds ('' for none). */
+  private readonly paidPerOwner = new Map<string, number>();
   constructor(
     private readonly o: { maxPaid?: number; maxOther?: number; paidTtlMs?: number; now?: () => number } = {},
   ) {}
 
+  private get now(): number {
+    return (this.o.now ?? Date.now)();
+  }
+
   async load(taskId: string, context?: ServerCallContext): Promise<Task | undefined> {
-    const now = (this.o.now ?? Date.now)();
     const kept = this.paid.get(taskId) ?? this.other.get(taskId);
     if (!kept) return undefined;
-    if (kept.until !== undefined && kept.until <= now) {
-      this.paid.delete(taskId);
+    if (kept.until !== undefined && kept.until <= this.now) {
+      this.dropPaid(taskId);
       return undefined;
     }
     if (kept.owner === undefined) return structuredClone(kept.task);
@@ -134,27 +152,60 @@ export class DrawTaskStore implements TaskStore {
     return withheld(kept.task);
   }
 
+  /** The task of a paid draw while it is kept: what a replay of its quote is answered with. */
+  paidTaskOf(drawId: string): Task | undefined {
+    const id = this.paidByDraw.get(drawId);
+    const kept = id === undefined ? undefined : this.paid.get(id);
+    if (!kept || (kept.until ?? Infinity) <= this.now) return undefined;
+    return structuredClone(kept.task);
+  }
+
   async save(task: Task, context?: ServerCallContext): Promise<void> {
     const token = tokenOf(context);
     const owner = token && token !== 'malformed' ? hashToken(token) : undefined;
     const prior = this.paid.get(task.id) ?? this.other.get(task.id);
-    // Only its owner's requests change an owned task (the SDK saves on every event of a request).
+    // Only its owner's requests change an owned task (the SDK saves on every event of a request),
+    // and a paid draw's task is final: a replay answered with it changes nothing.
     if (prior?.owner !== undefined && prior.owner !== owner) return;
-    this.paid.delete(task.id);
+    if (this.paid.has(task.id)) return;
     this.other.delete(task.id);
-    if (isPaid(task)) {
-      const now = (this.o.now ?? Date.now)();
-      this.paid.set(task.id, { task: structuredClone(task), owner: owner ?? prior?.owner, until: now + (this.o.paidTtlMs ?? PAID_TASK_TTL_MS) });
+    const drawId = drawIdOf(task);
+    if (drawId !== undefined) {
+      const now = this.now;
+      const kept: Kept = { task: structuredClone(task), owner: owner ?? prior?.owner, until: now + (this.o.paidTtlMs ?? PAID_TASK_TTL_MS), drawId };
+      this.paid.set(task.id, kept);
+      this.paidByDraw.set(drawId, task.id);
+      this.paidPerOwner.set(kept.owner ?? '', (this.paidPerOwner.get(kept.owner ?? '') ?? 0) + 1);
       // Oldest first, so the sweep stops at the first task still within its time.
       for (const [id, k] of this.paid) {
         if ((k.until ?? Infinity) > now) break;
-        this.paid.delete(id);
+        this.dropPaid(id);
       }
-      trim(this.paid, this.o.maxPaid ?? MAX_PAID_TASKS);
+      while (this.paid.size > (this.o.maxPaid ?? MAX_PAID_TASKS)) this.dropPaid(this.oldestOfLargestOwner());
     } else {
       this.other.set(task.id, { task: structuredClone(task), owner: owner ?? prior?.owner });
       trim(this.other, this.o.maxOther ?? MAX_OTHER_TASKS);
     }
+  }
+
+  /** The oldest paid task of the owner holding the most (only when the set is full). */
+  private oldestOfLargestOwner(): string {
+    let largest = '';
+    let most = 0;
+    for (const [owner, n] of this.paidPerOwner) if (n > most) (largest = owner), (most = n);
+    for (const [id, k] of this.paid) if ((k.owner ?? '') === largest) return id;
+    throw new Error('paid task counts out of step with the paid tasks');
+  }
+
+  private dropPaid(id: string): void {
+    const kept = this.paid.get(id);
+    if (!kept) return;
+    this.paid.delete(id);
+    if (kept.drawId !== undefined && this.paidByDraw.get(kept.drawId) === id) this.paidByDraw.delete(kept.drawId);
+    const owner = kept.owner ?? '';
+    const n = (this.paidPerOwner.get(owner) ?? 1) - 1;
+    if (n > 0) this.paidPerOwner.set(owner, n);
+    else this.paidPerOwner.delete(owner);
   }
 
   get size(): { paid: number; other: number } {
@@ -280,6 +331,8 @@ class DrawExecutor implements AgentExecutor {
   constructor(
     private readonly service: DrawService,
     private readonly drawSchema: DrawSchema,
+    /** Where a replayed draw's task is found (absent: a replay gets a task of its own). */
+    private readonly paidTasks?: DrawTaskStore,
   ) {}
 
   async execute(rc: RequestContext, bus: ExecutionEventBus): Promise<void> {
@@ -314,6 +367,13 @@ class DrawExecutor implements AgentExecutor {
       } else {
         // No token: the service refuses with the same 401 problem as the HTTP API.
         const d = await this.service.pay({ ...toDrawRequest(a), quote_id: a.quote_id }, token ?? '');
+        // A replay (the quote was paid before) is answered with the task of that payment.
+        const first = this.paidTasks?.paidTaskOf(d.receipt.draw_id);
+        if (first) {
+          bus.publish(first);
+          bus.finished();
+          return;
+        }
         finish('completed', [
           {
             artifactId: randomUUID(),
@@ -343,7 +403,8 @@ function rpcError(id: unknown, code: number, message: string, data?: Record<stri
 export function createA2aRequestHandler(service: DrawService, agentCard: AgentCard, opts: A2aOptions = {}): DefaultRequestHandler {
   const card: AgentCard = { ...agentCard, capabilities: { ...agentCard.capabilities, streaming: false, pushNotifications: false } };
   const schema = agentDrawSchema(opts.bounds ?? FALLBACK_BOUNDS);
-  return new DrawRequestHandler(card, opts.taskStore ?? new DrawTaskStore(), new DrawExecutor(service, schema), schema);
+  const store = opts.taskStore ?? new DrawTaskStore();
+  return new DrawRequestHandler(card, store, new DrawExecutor(service, schema, store instanceof DrawTaskStore ? store : undefined), schema);
 }
 
 /**

@@ -7,6 +7,10 @@
 // HTTP API would answer, including bad arguments (400 with the failing field).
 // The balance token comes from `Authorization: Bearer` on the MCP HTTP request (handed to the SDK
 // as authInfo) or from a `balance_token` argument.
+// Revisions: the SDK answers initialize with the client's revision when it knows it (2024-11-05 to
+// 2025-11-25). JSON-RPC batches exist only in 2025-03-26 (also assumed for a request without
+// MCP-Protocol-Version): there every message of a batch counts against the rate limits; any other
+// revision's batch is refused (-32600).
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import * as z from 'zod';
@@ -17,7 +21,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { BalanceView, DrawService, PaidDraw, Quote } from '../draw/service.ts';
 import { Problem } from '../problem.ts';
 import { problems } from '../draw/problems.ts';
-import { tokenLimitOf, type TokenLimit } from '../http/ratelimit.ts';
+import { callLimitOf, tokenLimitOf, type TokenLimit } from '../http/ratelimit.ts';
 import { TOPUP_MINIMUM_CENTS } from '../../contract/limits.ts';
 import { CURRENCY, formatCents } from '../../contract/money.ts';
 import {
@@ -392,6 +396,24 @@ export function invalidParamsAnswer(body: unknown): Record<string, unknown> | un
 }
 
 /**
+ * The only MCP revision with JSON-RPC batches: added in 2025-03-26, removed in 2025-06-18. A
+ * request without MCP-Protocol-Version is taken to be 2025-03-26, as the specification says.
+ */
+export const BATCHING_REVISION = '2025-03-26';
+
+/**
+ * What a JSON-RPC batch of the revision `revision` gets: refused (-32600) when the revision has no
+ * batches, else undefined (the caller counts every message against the rate limits).
+ */
+export function batchRefusal(batch: unknown[], revision: string): Record<string, unknown> | undefined {
+  if (revision === BATCHING_REVISION) return undefined;
+  return rpcError(
+    -32600,
+    `Invalid Request: a JSON-RPC batch (an array of ${batch.length} messages) is not part of MCP ${revision} (the MCP-Protocol-Version of this request); batches exist only in ${BATCHING_REVISION}. Send one request per POST.`,
+  );
+}
+
+/**
  * Koa middleware for the MCP endpoint. Answers POST at `opts.path` (default /mcp); GET and DELETE
  * get 405 (stateless: no standalone SSE stream, no session to end). The raw req/res go to the
  * SDK's transport; Koa does not respond (ctx.respond = false).
@@ -414,6 +436,17 @@ export function createMcpMiddleware(service: DrawService, opts: McpOptions = {})
       ctx.status = read.status;
       ctx.body = rpcError(read.status === 400 ? -32700 : -32600, read.message);
       return;
+    }
+    if (Array.isArray(read.body)) {
+      // Each message of a batch is a call like any other: it takes from the rate limits (the
+      // HTTP request took one already), or the batch is refused where its revision has none.
+      const refusal = batchRefusal(read.body, ctx.get('mcp-protocol-version') || BATCHING_REVISION);
+      if (refusal) {
+        ctx.status = 400;
+        ctx.body = refusal;
+        return;
+      }
+      callLimitOf(ctx)(read.body.length - 1);
     }
     const invalid = invalidParamsAnswer(read.body);
     if (invalid) {

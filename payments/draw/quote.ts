@@ -1,9 +1,10 @@
 // Stateless quotes. A quote_id is `q1.<payload>.<mac>`: the payload (base64url JSON) binds the
 // product, the canonical unit list (by digest), the request that produced it, the amount, the
-// currency, the unit store version and the expiry; the mac is HMAC-SHA256 over it with the
-// service's quote secret. An unpaid draw therefore writes nothing, and any service instance holding
-// the secret can verify a quote. A random nonce makes every quote distinct, so two buyers asking for
-// the same units at the same moment never share a quote (and never collide on its exactly-once claim).
+// currency, the unit store version, the catalogue version and the expiry; the mac is HMAC-SHA256
+// over it with the service's quote secret. An unpaid draw therefore writes nothing, and any service
+// instance holding the secret can verify a quote. A random nonce makes every quote distinct, so two
+// buyers asking for the same units at the same moment never share a quote (and never collide on its
+// exactly-once claim).
 import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** How a quote's units were asked for: 'u' an explicit unit list, 'q' a query resolved at quote time. */
@@ -22,6 +23,8 @@ export interface QuoteTerms {
   currency: string;
   /** the unit store version the units were resolved against */
   storeVersion: string;
+  /** the catalogue version the quote was made on (the receipt names it); absent in quotes of earlier releases */
+  catalogueVersion?: string;
   /** ms since the epoch */
   expiresAt: number;
 }
@@ -44,6 +47,8 @@ interface QuotePayload {
   c: string;
   /** unit store version the units were resolved against */
   s: string;
+  /** catalogue version the quote was made on (absent in quotes of earlier releases) */
+  g?: string;
   /** expiry, ms since the epoch */
   e: number;
   /** nonce */
@@ -130,8 +135,8 @@ export class QuoteSigner {
   }
 
   sign(t: QuoteTerms): string {
-    // Field by field: the same key order, so the same JSON, for every quote.
-    const full: QuotePayload = { v: 1, p: t.productId, m: t.mode, r: t.requestDigest, h: t.unitsDigest, n: t.unitCount, a: t.amountCents, c: t.currency, s: t.storeVersion, e: t.expiresAt, k: `${this.noncePrefix}${(this.counter++).toString(36)}` };
+    // Field by field: the same key order, so the same JSON, for every quote (an undefined g is left out).
+    const full: QuotePayload = { v: 1, p: t.productId, m: t.mode, r: t.requestDigest, h: t.unitsDigest, n: t.unitCount, a: t.amountCents, c: t.currency, s: t.storeVersion, g: t.catalogueVersion, e: t.expiresAt, k: `${this.noncePrefix}${(this.counter++).toString(36)}` };
     const body = b64(JSON.stringify(full));
     return `${PREFIX}.${body}.${b64(this.mac(body))}`;
   }
@@ -154,7 +159,7 @@ export class QuoteSigner {
       const p = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as QuotePayload;
       // The mac proves we wrote it; the shape check guards against our own older formats.
       if (p.v !== 1 || typeof p.p !== 'string' || !Number.isSafeInteger(p.a) || !Number.isSafeInteger(p.e) || !Number.isSafeInteger(p.n)) return null;
-      return { productId: p.p, mode: p.m, requestDigest: p.r, unitsDigest: p.h, unitCount: p.n, amountCents: p.a, currency: p.c, storeVersion: p.s, expiresAt: p.e };
+      return { productId: p.p, mode: p.m, requestDigest: p.r, unitsDigest: p.h, unitCount: p.n, amountCents: p.a, currency: p.c, storeVersion: p.s, ...(typeof p.g === 'string' ? { catalogueVersion: p.g } : {}), expiresAt: p.e };
     } catch {
       return null;
     }

@@ -31,11 +31,15 @@ import { checkStatementPage, statementView, type StatementPage } from './stateme
 
 /**
  * How a service with several releases open (payments/release/releases.ts) pays a quote made
- * against another unit store version than this service's own.
+ * against another unit store version or another catalogue than this service's own.
  */
 export interface OtherVersions {
-  /** The payer of a release that holds `storeVersion` (a previous one kept for its quotes), or null. */
-  payerFor(storeVersion: string): ((req: PayRequest, balanceToken: string) => Promise<PaidDraw>) | null;
+  /**
+   * The payer of the release that made a quote of these terms (a previous one kept for its
+   * quotes): the one holding both its store and catalogue versions, else the newest holding its
+   * store version, else null. The payer pays there (StoreDrawService.payHere), never routing again.
+   */
+  payerFor(terms: QuoteTerms): ((req: PayRequest, balanceToken: string) => Promise<PaidDraw>) | null;
   /** An unexpired, unpaid quote of a version no release here holds: the problem to answer (a retry). */
   missing(storeVersion: string, expiresAt: number): Problem;
 }
@@ -104,15 +108,25 @@ export class StoreDrawService implements DrawService {
 
   // ---------------------------------------------------------------- pay
 
-  async pay(req: PayRequest, balanceToken: string): Promise<PaidDraw> {
+  pay(req: PayRequest, balanceToken: string): Promise<PaidDraw> {
+    return this.payWith(req, balanceToken, true);
+  }
+
+  /** Pays with this release's catalogue and store, the quote having been routed here (OtherVersions.payerFor). */
+  payHere(req: PayRequest, balanceToken: string): Promise<PaidDraw> {
+    return this.payWith(req, balanceToken, false);
+  }
+
+  private async payWith(req: PayRequest, balanceToken: string, route: boolean): Promise<PaidDraw> {
     if (!balanceToken) throw problems.tokenRequired();
     if (!isWellFormedToken(balanceToken)) throw problems.invalidToken();
     // The quote's terms, read once. An unexpired quote of a release this process still holds
-    // (kept for its quotes after a switch to a new build) is paid there, before anything is
-    // checked against this release: with that release's catalogue and store, at the quoted price.
+    // (kept for its quotes after a switch to a new build, even one with the same store) is paid
+    // there, before anything is checked against this release: with that release's catalogue and
+    // store, at the quoted price.
     const signed = typeof req?.quote_id === 'string' ? this.signer.verify(req.quote_id) : null;
-    if (signed && signed.storeVersion !== this.storeVersion && signed.expiresAt > this.now()) {
-      const payer = this.options.otherVersions?.payerFor(signed.storeVersion);
+    if (route && signed && signed.expiresAt > this.now() && (signed.storeVersion !== this.storeVersion || (signed.catalogueVersion !== undefined && signed.catalogueVersion !== this.options.catalogue.version))) {
+      const payer = this.options.otherVersions?.payerFor(signed);
       if (payer) return payer(req, balanceToken);
     }
     const request = this.check(req);
@@ -142,7 +156,8 @@ export class StoreDrawService implements DrawService {
   private async debit(quoteId: string, terms: QuoteTerms, request: CheckedRequest, resolution: Resolution, balanceToken: string): Promise<PaidDraw> {
     const { units } = resolution;
     resolution.sha256 ??= unitsSha256(units);
-    const stored: StoredDraw = { refs: [...resolution.resolvedRefs], units_sha256: resolution.sha256, catalogue_version: this.options.catalogue.version, store_version: terms.storeVersion };
+    // The receipt names the catalogue the quote was made on, whichever release pays it.
+    const stored: StoredDraw = { refs: [...resolution.resolvedRefs], units_sha256: resolution.sha256, catalogue_version: terms.catalogueVersion ?? this.options.catalogue.version, store_version: terms.storeVersion };
     // The presented token's hash: the ledger resolves it to its balance (a rotated-in token names
     // its balance's first token hash; a rotated-away or revoked one none) in the debit itself.
     const debit = await this.options.ledger.debitDraw(hashToken(balanceToken), { quoteId, amountCents: terms.amountCents, currency: terms.currency, productId: terms.productId, draw: stored });
@@ -249,6 +264,7 @@ export class StoreDrawService implements DrawService {
       amountCents: resolution.cents,
       currency: CURRENCY,
       storeVersion: this.storeVersion,
+      catalogueVersion: this.options.catalogue.version,
       expiresAt: this.now() + this.options.quoteTtlSeconds * 1000,
     };
     const balance = await this.balanceCents(balanceToken);
@@ -271,7 +287,7 @@ export class StoreDrawService implements DrawService {
       expires_at: expires,
       breakdown: resolution.breakdown,
       store_version: terms.storeVersion,
-      catalogue_version: this.options.catalogue.version,
+      catalogue_version: terms.catalogueVersion ?? this.options.catalogue.version,
       payable_from_balance: payable,
       how_to_pay: this.howToPay(payable, expires),
       pay_with: { product_id, currency: CURRENCY, ...fields, quote_id: quoteId },

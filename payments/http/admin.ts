@@ -69,8 +69,14 @@ function objectBody(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
+/** A control character other than tab and the line breaks (NUL among them: PostgreSQL cannot store it). */
+const CONTROL = /[\0-\x08\x0B\x0C\x0E-\x1F\x7F]/;
+
 function reasonOf(b: Record<string, unknown>): string {
   if (typeof b.reason !== 'string' || b.reason.trim() === '' || b.reason.length > 500) throw malformed('reason', 'reason is required: 1 to 500 characters saying why (shown in the buyer\'s statement)');
+  const control = CONTROL.exec(b.reason);
+  if (control)
+    throw malformed('reason', `reason holds the control character U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} at character ${control.index + 1}: write it as text (tab and line breaks are fine)`);
   return b.reason;
 }
 

@@ -3,6 +3,9 @@
 // swept when they grow so a scan from many addresses (or made-up tokens) cannot exhaust memory (a
 // full bucket carries no information and can be forgotten).
 //
+// A request takes one from each bucket that applies; an adapter whose body carries several calls
+// (an MCP JSON-RPC batch) takes the rest with callLimitOf, so a batch costs what its calls would.
+//
 // The limits are per instance (in memory). Several instances behind one proxy each allow the full
 // rate; the fleet-wide cap is nginx's `limit_req` at the edge (README, "Operations").
 //
@@ -126,21 +129,12 @@ export function rateLimitMiddleware(settings: RateLimitSettings | number, legacy
     const per = p.name === 'addr' ? 'client address' : 'balance token';
     return new Problem(429, 'rate-limited', 'Too many requests', `Slow down: at most ${p.perSecond} requests per second (bursts of ${p.burst}) per ${per}. Retry-After says when to retry; RateLimit and RateLimit-Policy describe the limits.`, { policy: p.name, retry_after: retry });
   };
-  return async (ctx, next) => {
-    if (tokenPolicy) {
-      // A balance token can also arrive in a body (an MCP tool argument, an A2A data part): the
-      // adapter hands it here once read, and it takes from the very bucket a Bearer token takes
-      // from - unless it is the Bearer token of this request, already counted above.
-      // (The Bearer key is worked out again only when a body token comes: the hot path hashes once.)
-      const limitToken: TokenLimit = (token) => {
-        if (!isWellFormedToken(token)) return;
-        const key = hashToken(token);
-        if (key === tokenPolicy.key(ctx)) return;
-        const t = tokenPolicy.limiter.takeInfo(key);
-        if (t.wait > 0) throw refusal(tokenPolicy, t.wait, ctx);
-      };
-      (ctx.state as RateLimitState).limitToken = limitToken;
-    }
+  /**
+   * Takes `count` requests from every bucket that applies to this request (its address, its
+   * Bearer token), sets the RateLimit header to what is left, and throws the 429 problem when a
+   * bucket runs dry. A refused count keeps what it took: every call was made.
+   */
+  const take = (ctx: Context, count: number): void => {
     const applied: string[] = [];
     const states: string[] = [];
     let refused: (typeof policies)[number] | undefined;
@@ -148,7 +142,8 @@ export function rateLimitMiddleware(settings: RateLimitSettings | number, legacy
     for (const p of policies) {
       const key = p.key(ctx);
       if (key === undefined) continue;
-      const t = p.limiter.takeInfo(key);
+      let t = p.limiter.takeInfo(key);
+      for (let i = 1; i < count && t.wait === 0; i++) t = p.limiter.takeInfo(key);
       applied.push(p.name);
       states.push(`"${p.name}";r=${t.remaining};t=${t.resetSeconds}`);
       if (t.wait > wait) {
@@ -162,17 +157,47 @@ export function rateLimitMiddleware(settings: RateLimitSettings | number, legacy
     ctx.set('RateLimit-Policy', ph);
     ctx.set('RateLimit', states.join(', '));
     if (refused) throw refusal(refused, wait, ctx);
+  };
+  return async (ctx, next) => {
+    const state = ctx.state as RateLimitState;
+    if (tokenPolicy) {
+      // A balance token can also arrive in a body (an MCP tool argument, an A2A data part): the
+      // adapter hands it here once read, and it takes from the very bucket a Bearer token takes
+      // from - unless it is the Bearer token of this request, already counted above.
+      // (The Bearer key is worked out again only when a body token comes: the hot path hashes once.)
+      state.limitToken = (token) => {
+        if (!isWellFormedToken(token)) return;
+        const key = hashToken(token);
+        if (key === tokenPolicy.key(ctx)) return;
+        const t = tokenPolicy.limiter.takeInfo(key);
+        if (t.wait > 0) throw refusal(tokenPolicy, t.wait, ctx);
+      };
+    }
+    // One HTTP request may carry several calls (a JSON-RPC batch): the adapter takes the rest.
+    state.take = take;
+    take(ctx, 1);
     return next();
   };
 }
 
 /** Takes one request from a balance token's bucket; throws the 429 problem when it is empty. */
 export type TokenLimit = (token: string) => void;
+/** Takes `count` more requests from this request's address and Bearer token buckets; throws the 429 problem when one is empty. */
+export type CallLimit = (count: number) => void;
 interface RateLimitState {
   limitToken?: TokenLimit;
+  take?: (ctx: Context, count: number) => void;
 }
 
 /** The token limit of this request (a no-op when no token limit is configured). */
 export function tokenLimitOf(ctx: Context): TokenLimit {
   return (ctx.state as RateLimitState).limitToken ?? (() => {});
+}
+
+/** The call limit of this request, for a body that carries several calls (a no-op without rate limits). */
+export function callLimitOf(ctx: Context): CallLimit {
+  const take = (ctx.state as RateLimitState).take;
+  return (count) => {
+    if (take && count > 0) take(ctx, count);
+  };
 }

@@ -2,8 +2,8 @@
 // service: the unit store CURRENT names and the dist/ built against it (catalogue, OpenAPI document,
 // every static document). The service serves one release for new quotes and keeps each previous one
 // open until the last quote it issued has expired, so a quote is always paid with the store and
-// catalogue it was made against, at its quoted price (the quote names its store version: `s` in its
-// HMAC payload, payments/draw/quote.ts).
+// catalogue it was made against, at its quoted price (the quote names its store and catalogue
+// versions: `s` and `g` in its HMAC payload, payments/draw/quote.ts), and its receipt names that catalogue.
 //
 // When to look: on a change in the store root or in dist/'s parent folder (fs.watch), every
 // LDS_RELEASE_CHECK_MS (watch events can be missed: network file systems, renames from another
@@ -102,10 +102,10 @@ export class ReleaseSet {
     this.log = o.logger;
     this.retryAfterSeconds = Math.max(1, Math.ceil((o.checkIntervalMs || 2000) / 1000));
     this.otherVersions = {
-      payerFor: (version) => {
-        const r = this.holding(version);
+      payerFor: (terms) => {
+        const r = this.holding(terms.storeVersion, terms.catalogueVersion);
         if (!r) return null;
-        return (req, token) => this.within(r, () => r.service.pay(req, token));
+        return (req, token) => this.within(r, () => r.service.payHere(req, token));
       },
       missing: (version, expiresAt) => {
         // Another instance may have switched first: look for a new build now rather than at the next tick.
@@ -295,11 +295,10 @@ export class ReleaseSet {
     return { catalogue: loaded.catalogue, site: loaded.site, validator: loaded.validator, store, service, storeVersion: store.meta.store_version, key, inFlight: 0 };
   }
 
-  /** The newest open release of a store version. */
-  private holding(version: string): Release | null {
-    if (this.current.storeVersion === version) return this.current;
-    for (let i = this.retiring.length - 1; i >= 0; i--) if (this.retiring[i].release.storeVersion === version) return this.retiring[i].release;
-    return null;
+  /** The newest open release of a store version, preferring one that also serves `catalogueVersion`. */
+  private holding(version: string, catalogueVersion?: string): Release | null {
+    const open = [this.current, ...this.retiring.map((r) => r.release).reverse()].filter((r) => r.storeVersion === version);
+    return open.find((r) => r.catalogue.version === catalogueVersion) ?? open[0] ?? null;
   }
 
   /** Runs a call into a release, counted so the release is never closed under it. */

@@ -62,7 +62,7 @@ async function buildInto(root: string): Promise<void> {
 }
 
 /** What the service fixture is built from: a change to any of these makes a new one. */
-const FIXTURE_INPUTS = { paths: ['catalog-src', 'generator', 'contract', 'package-lock.json', 'test/helpers/service-harness.ts'], params: 'service' };
+const FIXTURE_INPUTS = { paths: ['catalog-src', 'generator', 'contract', 'package-lock.json', 'test/helpers/service-harness.ts'] };
 
 /**
  * A build of catalog-src (dist + unit store) in a fresh temp dir of the caller's own, which it may
@@ -71,11 +71,21 @@ const FIXTURE_INPUTS = { paths: ['catalog-src', 'generator', 'contract', 'packag
  */
 export async function buildFixture(): Promise<Fixture> {
   const root = await mkdtemp(join(tmpdir(), 'lds-svc-'));
-  const built = await cachedFixture('service', FIXTURE_INPUTS, buildInto);
-  await cp(built, root, { recursive: true, verbatimSymlinks: true });
+  await cachedBuild('service', root, buildInto);
   const dist = join(root, 'dist');
   const catalogue = JSON.parse(readFileSync(join(dist, 'v1/lds/_catalog'), 'utf8'));
   return { root, dist, store: join(root, 'store'), catalogue };
+}
+
+/**
+ * `make(dir)`, a build of catalog-src as this version of the generator builds it, copied into `root`
+ * (links kept as links: dist/ is one). Made once per machine (test/helpers/fixture-cache.ts) until
+ * catalog-src, the generator, the lock file or `extraInputs` (the files that say what `make` changes,
+ * such as the test file itself) change.
+ */
+export async function cachedBuild(name: string, root: string, make: (dir: string) => Promise<void>, extraInputs: string[] = []): Promise<void> {
+  const built = await cachedFixture(name, { paths: [...FIXTURE_INPUTS.paths, ...extraInputs], params: name }, make);
+  await cp(built, root, { recursive: true, verbatimSymlinks: true });
 }
 
 /**

@@ -11,7 +11,8 @@
 // the committer is fail-stop, a caller is never told "paid" for a change that did not reach disk,
 // while many draws on one balance share an fsync. LevelDB lets one process open the directory, so
 // that in-memory view is the whole truth; several instances need the PostgreSQL backend.
-import { mkdir, access } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
+import { privateDir } from '../../../contract/private-dir.ts';
 import { Level } from 'level';
 import { GroupCommitter, KeyedMutex, type BatchOp } from './commit.ts';
 import { assertChange } from '../invariants.ts';
@@ -89,9 +90,12 @@ export class LedgerLockedError extends Error {}
  * Opens the LevelDB at `dir`, turning "database failed to open" into a message that says which
  * database, that another process holds it, and what to do instead.
  */
-export async function openLevelDb(dir: string, options: { createIfMissing: boolean }): Promise<Level<string, unknown>> {
-  if (options.createIfMissing) await mkdir(dir, { recursive: true });
-  else await access(dir); // a missing directory is an operator error, not an empty ledger
+export async function openLevelDb(dir: string, options: { createIfMissing: boolean; logger?: LoggerLike }): Promise<Level<string, unknown>> {
+  if (options.createIfMissing) {
+    // Owner-only: balances and draws are nobody else's to read (contract/private-dir.ts).
+    const loose = await privateDir(dir);
+    if (loose !== null) options.logger?.warn({ dir, was: loose.toString(8) }, 'the ledger folder could be read by others: made it owner-only (0700)');
+  } else await access(dir); // a missing directory is an operator error, not an empty ledger
   const db = new Level<string, unknown>(dir, { valueEncoding: 'json', createIfMissing: options.createIfMissing });
   try {
     await db.open();
@@ -150,7 +154,7 @@ export class LevelLedger implements Ledger {
   }
 
   static async open(dir: string, options: LevelLedgerOptions = {}): Promise<LevelLedger> {
-    const db = await openLevelDb(dir, { createIfMissing: true });
+    const db = await openLevelDb(dir, { createIfMissing: true, logger: options.logger });
     return new LevelLedger(db, dir, await lastSeqOf(db), options.logger, options.hooks, options.faults, options.maxCachedTokens);
   }
 
