@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { cp, lstat, mkdir, readdir, readFile, readlink, rm, symlink, unlink, watch, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build } from '../generator/build.ts';
-import { CATALOG_SRC, REPO, runAsync, tempDir, type RunResult } from './helpers/build.ts';
+import { CATALOG_SRC, LDS_ARGS, REPO, runAsync, tempDir, type RunResult } from './helpers/build.ts';
 import { failLoudly } from './helpers/nginx.ts';
 
 let built: { dir: string; version: string };
@@ -28,7 +28,7 @@ test.before(() =>
 
 /** `lds publish …` in a process of its own (up to 5 minutes: four start at once on a loaded machine). */
 const publish = (args: string[], env: Record<string, string> = {}): Promise<RunResult> =>
-  runAsync(process.execPath, ['--import', 'tsx', join(REPO, 'cli.ts'), 'publish', ...args], { env, timeoutMs: 300_000 });
+  runAsync(process.execPath, [...LDS_ARGS, 'publish', ...args], { env, timeoutMs: 300_000 });
 
 /** A private copy of the build (real files, not the dist/ link) that a test may change. */
 async function buildCopy(): Promise<string> {
