@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { cp, lstat, mkdir, readdir, readFile, readlink, rm, symlink, unlink, watch, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build } from '../generator/build.ts';
-import { CATALOG_SRC, LDS_ARGS, REPO, runAsync, tempDir, type RunResult } from './helpers/build.ts';
+import { CATALOG_SRC, LDS_ARGS, runAsync, tempDir, type RunResult } from './helpers/build.ts';
 import { failLoudly } from './helpers/nginx.ts';
 
 let built: { dir: string; version: string };
