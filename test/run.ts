@@ -22,6 +22,10 @@
 //   - the compiled build/ that `npm start` runs, compiled here before any suite (two suites never
 //     compile at once); the suites then run `lds` from it (LDS_TEST_CLI_JS, test/helpers/build.ts)
 //     instead of compiling cli.ts again in every process they spawn;
+//   - the suites themselves, compiled to JavaScript (tsconfig.test.json) into build/test-js-<pid>/
+//     beside links to their sources, and run with plain `node`: through tsx's loader hooks each
+//     test process spent two to four seconds more CPU loading the service's modules. Stack traces
+//     name the TypeScript lines (source maps). LDS_TEST_TSX=1 runs them through tsx instead;
 //   - the service fixture build (test/helpers/service-harness.ts buildFixture), in a cache in the
 //     temp folder keyed by a hash of everything it is built from (test/helpers/fixture-cache.ts),
 //     so a second run on the machine reuses it and a changed input makes a new one.
@@ -33,7 +37,7 @@
 // two-core machine runs more files at once than it has cores.
 // Usage: npm test [-- [--quick] [name-filter ...]]
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -111,10 +115,43 @@ interface Finished extends Tally { output: string; seconds: number }
  */
 const FILE_TIMEOUT_MS = Math.max(1, Number(process.env.LDS_TEST_FILE_TIMEOUT_S ?? 1200)) * 1000;
 
+/**
+ * Compiles the suites (and everything they import) to JavaScript in `out`, beside links to every
+ * other file of those folders (the .ts sources, JSON, data), so a path a module finds from its own
+ * location still exists. node_modules and package.json (ESM, module resolution) are links too;
+ * everything else the suites read they find through REPO, the repository itself (test/helpers/build.ts).
+ * Type errors do not stop the run (`npx tsc --noEmit` reports them); a compile that emitted
+ * nothing does: the suites then run through tsx.
+ */
+function compileSuites(out: string): boolean {
+  rmSync(out, { recursive: true, force: true });
+  const tsc = spawnSync(process.execPath, [join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repo, 'tsconfig.test.json'), '--outDir', out], { cwd: repo, encoding: 'utf8' });
+  if (!existsSync(join(out, 'test', 'run.js'))) {
+    console.error(`error: the suites did not compile (${(tsc.stdout + tsc.stderr).split('\n')[0]}); running them through tsx`);
+    return false;
+  }
+  const link = (rel: string) => {
+    if (existsSync(join(out, rel))) return;
+    mkdirSync(dirname(join(out, rel)), { recursive: true });
+    symlinkSync(realpathSync(join(repo, rel)), join(out, rel));
+  };
+  const mirror = (rel: string): void => {
+    for (const e of readdirSync(join(repo, rel), { withFileTypes: true })) {
+      const path = join(rel, e.name);
+      if (e.isDirectory() && e.name !== 'node_modules' && path !== join('client', 'dist')) mirror(path);
+      else link(path);
+    }
+  };
+  for (const dir of ['cli', 'client', 'contract', 'generator', 'payments', 'sim', 'test']) mirror(dir);
+  for (const file of ['cli.ts', 'package.json', 'node_modules']) link(file);
+  return true;
+}
+
 function runFile(file: string, backend: Backend | null): Promise<Finished> {
   return new Promise((resolve) => {
     const started = performance.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', join(here, file)], {
+    const program = compiled ? ['--enable-source-maps', join(compiled, 'test', file.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', join(here, file)];
+    const child = spawn(process.execPath, program, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, FORCE_COLOR: '0', ...(backend ? { LDS_TEST_BACKEND: backend } : {}) },
     });
@@ -162,6 +199,8 @@ if (existsSync(ensureBuild)) {
 }
 process.env.LDS_TEST_FIXTURE_CACHE = fixtureCacheRoot();
 pruneFixtureCache();
+const compiledDir = join(repo, 'build', `test-js-${process.pid}`);
+const compiled = !process.env.LDS_TEST_TSX && existsSync(join(repo, 'tsconfig.test.json')) && compileSuites(compiledDir) ? compiledDir : null;
 
 const sum = { passed: 0, failed: 0, skipped: 0 };
 const failedFiles: string[] = [];
@@ -194,6 +233,7 @@ async function worker(): Promise<void> {
 }
 await Promise.all(Array.from({ length: Math.min(JOBS, runs.length) }, worker));
 await pgStop?.();
+if (compiled) rmSync(compiled, { recursive: true, force: true });
 try {
   writeFileSync(DURATIONS, JSON.stringify(took, null, 1));
 } catch {

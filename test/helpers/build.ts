@@ -4,8 +4,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawn, spawnSync } from 'node:child_process';
+import { realpathSync } from 'node:fs';
 
-export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/**
+ * The repository's root. Under test/run.ts the suites run compiled, from build/test-js-<pid>/, where
+ * package.json is a link to the repository's own: its real path names the repository, so
+ * catalog-src, cli.ts and every other path below REPO are the repository's, never the compiled copy's.
+ */
+export const REPO = dirname(realpathSync(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json')));
 export const CATALOG_SRC = join(REPO, 'catalog-src');
 
 export async function tempDir(prefix: string): Promise<string> {

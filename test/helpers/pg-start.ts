@@ -19,7 +19,7 @@ import { chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtemp
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { freePort } from './http.ts';
+import { freePort } from '../../generator/ports.ts';
 
 export interface PgServer {
   /** Admin URL (database `postgres`). */

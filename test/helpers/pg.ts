@@ -28,11 +28,13 @@ export function testPgServer(): Promise<PgServer> {
   return shared;
 }
 
-/** The migrated template's name: changes whenever the migrations' source does. */
-const TEMPLATE = `lds_tmpl_${createHash('sha256')
-  .update(readFileSync(new URL('../../payments/ledger/postgres/migrations.ts', import.meta.url)))
-  .digest('hex')
-  .slice(0, 12)}`;
+/** The migrated template's name: changes whenever the migrations' source does (read on first use). */
+let templateName: string | undefined;
+const template = () =>
+  (templateName ??= `lds_tmpl_${createHash('sha256')
+    .update(readFileSync(new URL('../../payments/ledger/postgres/migrations.ts', import.meta.url)))
+    .digest('hex')
+    .slice(0, 12)}`);
 /** Per server URL: the template exists (this process checked or made it). */
 const templates = new Map<string, Promise<void>>();
 
@@ -51,10 +53,11 @@ async function ensureTemplate(adminUrl: string): Promise<void> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
-    await admin.query('SELECT pg_advisory_lock(hashtext($1))', [TEMPLATE]);
-    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [TEMPLATE]);
+    const name = template();
+    await admin.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (exists.rowCount) return;
-    const wip = `${TEMPLATE}_wip`;
+    const wip = `${name}_wip`;
     await admin.query(`DROP DATABASE IF EXISTS ${wip}`);
     await admin.query(`CREATE DATABASE ${wip}`);
     const { migrate } = await import('../../payments/ledger/postgres/migrations.ts');
@@ -64,8 +67,8 @@ async function ensureTemplate(adminUrl: string): Promise<void> {
     } finally {
       await pool.end();
     }
-    await admin.query(`ALTER DATABASE ${wip} RENAME TO ${TEMPLATE}`);
-    await admin.query(`ALTER DATABASE ${TEMPLATE} WITH is_template true`);
+    await admin.query(`ALTER DATABASE ${wip} RENAME TO ${name}`);
+    await admin.query(`ALTER DATABASE ${name} WITH is_template true`);
   } finally {
     await admin.end(); // releases the advisory lock too
   }
@@ -90,7 +93,7 @@ export async function freshDatabase(server?: PgServer, opts: { empty?: boolean }
   const admin = new pg.Client({ connectionString: srv.url });
   await admin.connect();
   try {
-    await admin.query(opts.empty ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${TEMPLATE}`);
+    await admin.query(opts.empty ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${template()}`);
   } finally {
     await admin.end();
   }
