@@ -25,6 +25,12 @@ export interface BuildOptions {
   localOrigin?: string;
   /** Skip ingestion: counts are zero and _health says the store was not built. */
   noStore?: boolean;
+  /**
+   * The summary of a unit store already built from this same catalog-src (an earlier build's
+   * `store`, with that store in `storeRoot`): render the documents against it and build no store.
+   * For re-rendering a build for other addresses; counts, previews and health come from the summary.
+   */
+  store?: StoreSummary;
   skipBadRecords?: boolean;
   /** Seconds since the epoch; defaults to SOURCE_DATE_EPOCH, then the clock. */
   sourceDateEpoch?: number;
@@ -34,6 +40,8 @@ export interface BuildOptions {
 export interface BuildResult {
   version: string;
   storeVersion: string | null;
+  /** What the documents say of the unit store (its counts, previews, notes): `store` of a later build for other addresses. */
+  store: StoreSummary;
   files: number;
   outDir: string;
   report: string;
@@ -179,13 +187,17 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
 
   let store = emptyStore(builtAt);
   let report = 'unit store: not built (--no-store)';
-  if (!opts.noStore) {
+  if (opts.store) {
+    store = opts.store;
+    report = `unit store: ${store.store_version} as built before (not rebuilt)`;
+  } else if (!opts.noStore) {
     const { buildUnitStore } = await import('./store/build-store.ts');
     // The store the served dist/ was built against stays until dist/ switches (it switches last).
     const served = await servedStoreVersion(outDir, new URL(addresses.base_url).pathname);
     const built = await buildUnitStore(cat, { storeRoot: resolve(opts.storeRoot), builtAt, skipBadRecords: !!opts.skipBadRecords, progress, keepVersions: served ? [served] : [] });
-    store = built;
-    report = built.report;
+    const { report: text, ...summary } = built;
+    store = summary;
+    report = text;
     crashPoint('store-switched');
   }
 
@@ -201,5 +213,5 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
   await switchDist(outDir, `${ctx.version}-${Date.now().toString(36)}`, files);
   if (followsPort) await writeLocalBuild(outDir, opts.localOrigin!, srcDir);
   progress(`wrote ${files.length} files to ${outDir} (${ctx.version})`);
-  return { version: ctx.version, storeVersion: store.store_version, files: files.length, outDir, report };
+  return { version: ctx.version, storeVersion: store.store_version, store, files: files.length, outDir, report };
 }

@@ -1,19 +1,18 @@
 // Shared by the agent suites (test/agents-*.test.ts): the real service (startServer over a real
 // build of catalog-src, the ledger backend LDS_TEST_BACKEND names, the sandbox MPP processor) with the MCP and A2A endpoints
 // mounted as `lds serve` mounts them, on a port chosen before the build so the published agent
-// card, catalogue and docs name the very server the clients talk to.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+// card, catalogue and docs name the very server the clients talk to (the service fixture's store,
+// its documents rendered for that port: service-harness.ts buildFixtureFor).
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { build } from '../../generator/build.ts';
 import { localAddresses } from '../../generator/addresses.ts';
 import { servedBuild } from './problems.ts';
 import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer } from '../../payments/serve.ts';
 import { mountAgents } from '../../payments/agents/mount.ts';
-import { CATALOG_SRC } from './build.ts';
+import { buildFixtureFor } from './service-harness.ts';
 import { freePort } from './http.ts';
 import { BACKEND } from './ledgers.ts';
 import { freshDatabase } from './pg.ts';
@@ -34,39 +33,35 @@ export interface AgentService {
 
 /** `env` adds to (or overrides) the service's environment, e.g. rate limits or LDS_OPERATOR_TOKEN. */
 export async function startAgentService(opts: { env?: Record<string, string> } = {}): Promise<AgentService> {
-  const root = await mkdtemp(join(tmpdir(), 'lds-agents-'));
-  const dist = join(root, 'dist');
-  const store = join(root, 'store');
   let lastErr: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
-    const addresses = localAddresses(origin, 'https://publisher.example');
-    await build({ srcDir: CATALOG_SRC, outDir: dist, storeRoot: store, addresses, sourceDateEpoch: 1767225600 });
+    const fx = await buildFixtureFor(origin);
     const ledger = BACKEND === 'postgres' ? { LDS_LEDGER_URL: await freshDatabase() } : {};
-    const env = { LDS_DIST_DIR: dist, LDS_STORE_DIR: store, LDS_VAR_DIR: join(root, `var-${attempt}`), LDS_RATE_LIMIT_RPS: '0', ...ledger, ...(opts.env ?? {}) };
+    const env = { LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: fx.store, LDS_VAR_DIR: join(fx.root, 'var'), LDS_RATE_LIMIT_RPS: '0', ...ledger, ...(opts.env ?? {}) };
     try {
       const config = await loadConfig({ port, host: '127.0.0.1' }, env);
       const running = await startServer(config, { logger: createLogger('silent'), env, mount: mountAgents });
-      const catalogue = JSON.parse(await readFile(join(dist, 'v1/lds/_catalog'), 'utf8'));
-      const card = JSON.parse(await readFile(join(dist, '.well-known/agent-card.json'), 'utf8'));
-      servedBuild(catalogue);
+      const card = JSON.parse(await readFile(join(fx.dist, '.well-known/agent-card.json'), 'utf8'));
+      servedBuild(fx.catalogue);
       return {
         running,
         origin,
         base: `${origin}/v1`,
-        mcpUrl: addresses.mcp_url,
-        root,
-        dist,
-        store,
-        catalogue,
+        mcpUrl: localAddresses(origin, 'https://publisher.example').mcp_url,
+        root: fx.root,
+        dist: fx.dist,
+        store: fx.store,
+        catalogue: fx.catalogue,
         card,
         close: async () => {
           await running.close();
-          await rm(root, { recursive: true, force: true });
+          await rm(fx.root, { recursive: true, force: true });
         },
       };
     } catch (err) {
+      await rm(fx.root, { recursive: true, force: true });
       lastErr = err; // the port was taken between probing and listening: try another
       if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
     }

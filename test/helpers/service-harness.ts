@@ -1,6 +1,6 @@
 // Shared by the service tests (not itself a suite): a real build of catalog-src into a temp dir
 // (dist + unit store), a real server on 127.0.0.1:0 over real LevelDB, and small HTTP helpers.
-import { cp, mkdtemp } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { Level } from 'level';
 import { Mppx, stripe } from 'mppx/client';
 import { build } from '../../generator/build.ts';
 import { localAddresses } from '../../generator/addresses.ts';
+import type { StoreSummary } from '../../generator/model.ts';
 import { CURRENT_FILE, KEY, type StoredUnit } from '../../contract/store-format.ts';
 import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer, type StartOptions } from '../../payments/serve.ts';
@@ -50,15 +51,34 @@ export function storeDrawService(fx: Fixture, store: UnitStoreReader, ledger: Le
   });
 }
 
-/** Builds catalog-src (dist + unit store) into `root` with the generator's build(). */
+/** The fixed build clock of the service fixture (2026-01-01T00:00:00Z). */
+export const FIXTURE_EPOCH = 1767225600;
+/** Beside dist/ and store/ in the fixture: the build's summary of its unit store (BuildResult.store). */
+const STORE_SUMMARY = 'store-summary.json';
+
+/** Builds catalog-src (dist + unit store) into `root` with the generator's build(), and keeps its store summary. */
 async function buildInto(root: string): Promise<void> {
-  await build({
+  const r = await build({
     srcDir: CATALOG_SRC,
     outDir: join(root, 'dist'),
     storeRoot: join(root, 'store'),
     addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example'),
-    sourceDateEpoch: 1767225600,
+    sourceDateEpoch: FIXTURE_EPOCH,
   });
+  await writeFile(join(root, STORE_SUMMARY), JSON.stringify(r.store));
+}
+
+/**
+ * The fixture's build for another origin (a server on a port chosen first, whose published documents
+ * must name it): the fixture's unit store, and dist/ rendered by the generator for that origin
+ * against the store's summary (`build({ store })`), as a full build of the same catalog-src would
+ * render it, without ingesting the data again.
+ */
+export async function buildFixtureFor(origin: string): Promise<Fixture> {
+  const fx = await buildFixture();
+  const store = JSON.parse(await readFile(join(fx.root, STORE_SUMMARY), 'utf8')) as StoreSummary;
+  await build({ srcDir: CATALOG_SRC, outDir: fx.dist, storeRoot: fx.store, addresses: localAddresses(origin, 'https://publisher.example'), sourceDateEpoch: FIXTURE_EPOCH, store });
+  return { ...fx, catalogue: JSON.parse(await readFile(join(fx.dist, 'v1/lds/_catalog'), 'utf8')) };
 }
 
 /** What the service fixture is built from: a change to any of these makes a new one. */
