@@ -292,7 +292,8 @@ function readinessCheck(ledger: Ledger, releases: ReleaseSet, logger: Logger, fa
       catalogue: releases.versions().catalogue_version ? 'ok' : 'not loaded',
       server: state.draining ? 'draining' : 'ok',
     };
-    return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
+    const inUse = (ledger as { serverInUse?: () => Readiness['ledger_server'] }).serverInUse;
+    return { ready: Object.values(checks).every((v) => v === 'ok'), checks, ...(inUse ? { ledger_server: inUse.call(ledger) } : {}) };
   };
 }
 

@@ -3,7 +3,7 @@
 // never fails for that. CI sets LDS_REQUIRE_PROGRAMS=1 (.ci/run), which turns a missing program
 // into a failure, so CI never skips. Point NGINX_BIN or CHROMIUM_BIN at a path that does not exist
 // to see the skip on a machine that has them.
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { suite, test, type Test } from 'uvu';
 
@@ -14,6 +14,8 @@ export interface Program {
   names: string[];
   /** also searched: /usr/sbin is not on a non-root user's PATH on Debian */
   dirs: string[];
+  /** false: only `dirs` (what PATH holds under that name is something else) */
+  onPath?: boolean;
   /** an environment variable that names the executable instead of searching */
   env?: string;
   install: string;
@@ -28,6 +30,23 @@ export const CURL: Program = { name: 'curl', names: ['curl'], dirs: [], install:
 
 /** util-linux (in every Debian system): `unshare -n` runs a command with no network but its own loopback. */
 export const UNSHARE: Program = { name: 'unshare', names: ['unshare'], dirs: ['/usr/bin'], install: 'apt-get update && apt-get install -y util-linux' };
+
+/**
+ * Debian's PostgreSQL server programs (postgres, initdb, pg_ctl, pg_basebackup in
+ * /usr/lib/postgresql/<major>/bin, newest major first): the high-availability suites run a primary
+ * and standbys of their own (test/helpers/pg-cluster.ts). Not on PATH on Debian (its /usr/bin holds
+ * wrappers), so only those folders, or LDS_PG_SERVER naming a `postgres` executable.
+ */
+export const POSTGRES_SERVER: Program = { name: 'PostgreSQL server', names: ['postgres'], dirs: debianPostgresBins(), onPath: false, env: 'LDS_PG_SERVER', install: 'apt-get update && apt-get install -y postgresql' };
+
+function debianPostgresBins(): string[] {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return [join(root, '<major>', 'bin')]; // named in the message when missing
+  return readdirSync(root)
+    .filter((d) => /^\d+$/.test(d))
+    .sort((a, b) => Number(b) - Number(a))
+    .map((d) => join(root, d, 'bin'));
+}
 
 /** The flag .ci/run sets. */
 export const REQUIRE_PROGRAMS = 'LDS_REQUIRE_PROGRAMS';
@@ -45,9 +64,10 @@ function executable(path: string): boolean {
 export function locate(p: Program): { path: string } | { missing: string } {
   const named = p.env ? process.env[p.env] : undefined;
   if (named) return executable(named) ? { path: named } : { missing: `${p.env}=${named} is not an executable file` };
-  const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), ...p.dirs];
-  for (const dir of dirs) for (const name of p.names) if (executable(join(dir, name))) return { path: join(dir, name) };
-  return { missing: `no ${p.names.join(' or ')} on PATH${p.dirs.length ? ` or in ${p.dirs.join(', ')}` : ''}${p.env ? ` (or set ${p.env})` : ''}` };
+  const onPath = p.onPath === false ? [] : (process.env.PATH ?? '').split(delimiter).filter(Boolean);
+  for (const dir of [...onPath, ...p.dirs]) for (const name of p.names) if (executable(join(dir, name))) return { path: join(dir, name) };
+  const where = [...(onPath.length ? ['on PATH'] : []), ...(p.dirs.length ? [`in ${p.dirs.join(', ')}`] : [])].join(' or ');
+  return { missing: `no ${p.names.join(' or ')} ${where}${p.env ? ` (or set ${p.env})` : ''}` };
 }
 
 const whyMissing = (p: Program, missing: string) => `${p.name} is missing (${missing}); install it with \`${p.install}\``;

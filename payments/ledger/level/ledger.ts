@@ -44,6 +44,7 @@ import {
   correctionFingerprint,
   type CorrectionInput,
   type CorrectionResult,
+  type TokenBalance,
   type TokenChangeResult,
   type TokenResolution,
   newId,
@@ -366,6 +367,12 @@ export class LevelLedger implements Ledger {
   async resolveToken(tokenHash: string): Promise<TokenResolution> {
     this.assertUsable();
     return tokenResolution(tokenHash, await this.loadToken(tokenHash));
+  }
+
+  /** Two local reads (no round trip to save here); the PostgreSQL ledger makes them one statement. */
+  async tokenBalance(tokenHash: string): Promise<TokenBalance> {
+    const who = await this.resolveToken(tokenHash);
+    return who.kind === 'revoked' ? who : { ...who, info: await this.getBalance(who.balance) };
   }
 
   async rotateToken(oldHash: string, newHash: string): Promise<TokenChangeResult> {
