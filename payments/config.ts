@@ -63,6 +63,8 @@ export interface ServiceConfig {
   operatorToken: string;
   /** Ed25519 JWKs of signed receipts: the first signs, the rest are retired keys still published (payments/receipts.ts). */
   receiptKeys: unknown[];
+  /** Where this instance appends every receipt it signs (payments/receipt-log.ts); unset: no log. */
+  receiptLog?: string;
   /** Largest single operator adjustment (credit or debit), in cents (LDS_MAX_ADJUSTMENT; default the top-up maximum). */
   maxAdjustmentCents: number;
 }
@@ -258,6 +260,7 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     shutdownGraceMs: intSetting(env, 'LDS_SHUTDOWN_GRACE_MS', 10_000, 0),
     ...requestTimeouts(env),
     receiptKeys: await receiptKeys(env, production, secretsDir),
+    ...(env.LDS_RECEIPT_LOG ? { receiptLog: resolve(env.LDS_RECEIPT_LOG) } : {}),
     maxAdjustmentCents: amountSetting(env, 'LDS_MAX_ADJUSTMENT', DEFAULT_MAX_ADJUSTMENT_CENTS),
   };
 }

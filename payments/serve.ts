@@ -24,6 +24,7 @@ import type { LiveDrawService } from './release/live-service.ts';
 import { isLazy, lazyMiddleware } from './http/lazy.ts';
 import { Problem, rawProblemResponse, useProblemBase } from './problem.ts';
 import { ReceiptSigner } from './receipts.ts';
+import { openReceiptLog } from './receipt-log.ts';
 
 /** Never log these, wherever they appear in a log object. */
 export const REDACT_PATHS = [
@@ -143,7 +144,8 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     throw err;
   }
   const { ledger } = opened;
-  const receipts = ReceiptSigner.fromJwks(config.receiptKeys);
+  const receiptLog = config.receiptLog ? openReceiptLog(config.receiptLog, logger) : null;
+  const receipts = ReceiptSigner.fromJwks(config.receiptKeys, receiptLog ? { onSigned: (r) => receiptLog.append(r) } : {});
   const releases = releaseSet(config, opts, { ledger, logger, metrics, openStore, receipts });
   await releases.start(first, store, config.storeRoot);
   const { service, site, validator } = releases;
@@ -191,6 +193,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
       await drain(server, config.shutdownGraceMs, inFlight, logger);
       await opened.admin?.close();
       await ledger.close();
+      await receiptLog?.close();
       state.storeOpen = false;
       await releases.close();
       logger.info('stopped');

@@ -5,9 +5,10 @@
 // them. The service follows by itself; the buyer pays the same quote again and is charged again.
 // `lds ledger verify` finds the new primary's ledger clean - it is consistent, just older - and
 // `lds ledger reconcile` on the buyer's journal names the lost top-up and the lost draw (and the draw
-// that paid its quote a second time); exit status 1.
+// that paid its quote a second time); exit status 1. The instance's own receipt log
+// (LDS_RECEIPT_LOG) names the same two, without asking the buyer.
 import { join } from 'node:path';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import * as assert from 'uvu/assert';
 import { LdsClient } from '../client/client.ts';
 import { runReconcile } from '../cli/reconcile.ts';
@@ -23,12 +24,14 @@ let cluster: PgCluster;
 let srv: TestServer;
 let url: string;
 let refs: string[];
+let receiptLog: string;
 
 test.before(async () => {
   [fx, cluster] = await Promise.all([buildFixture(), startPgCluster({ standbys: 1, synchronous: false })]);
   refs = (await refsByProduct(fx.store)).get(PRODUCT)!; // before the service holds the store
   url = cluster.url(await cluster.createDatabase());
-  srv = await startTestServer(fx, { env: { LDS_LEDGER_URL: url, LDS_PG_QUERY_TIMEOUT_MS: '2000', LDS_PG_POOL_SIZE: '2' } });
+  receiptLog = join(await mkdtemp(join(fx.root, 'instance-')), 'receipts.ndjson');
+  srv = await startTestServer(fx, { env: { LDS_LEDGER_URL: url, LDS_PG_QUERY_TIMEOUT_MS: '2000', LDS_PG_POOL_SIZE: '2', LDS_RECEIPT_LOG: receiptLog } });
 });
 
 test.after(async () => {
@@ -71,6 +74,15 @@ test('asynchronous failover loses acknowledged money; ledger verify is clean; le
     assert.not.match(r.stdout, kept.receipt.draw_id, 'what the ledger holds is not listed without --all');
     assert.match(r.stdout, /5 receipts against the ledger PostgreSQL postgres:\/\/postgres:\*\*\*@.*: 3 in the ledger, 2 missing, 0 different, 0 not verified/);
     assert.match(r.stderr, /docs\/operations\.md/);
+
+    // The operator needs no buyer: the instance logged every receipt it signed.
+    const jwks = join(fx.root, `jwks-${Date.now()}.json`);
+    await writeFile(jwks, await (await fetch(`${srv.url}/.well-known/jwks.json`)).text());
+    const out: string[] = [];
+    assert.is(await runReconcile([receiptLog], { jwks }, { ledgerDir: '', ledgerUrl: url }, { stdout: (l) => out.push(l), stderr: () => {} }), 1);
+    const withoutSource = (l: string) => l.replace(/ \[[^\]]*\]$/, '');
+    assert.equal(out.filter((l) => l.startsWith('missing: ')).map(withoutSource).sort(), missing.map(withoutSource).sort(), 'the same two, found in the log');
+    assert.match(out.at(-1)!, /: 3 in the ledger, 2 missing, 0 different, 0 not verified$/);
   } finally {
     await buyer.close();
   }
