@@ -7,7 +7,8 @@
 //   - no 500, ever: what could not be paid was answered 503 ledger-unavailable with Retry-After;
 //   - every acknowledged draw (200) is on the new primary, under the draw id its buyer was told;
 //   - every quote is debited once: each quote that met a 503 pays exactly once when resent;
-//   - `lds ledger verify --url <the multi-host URL>` finds the new primary's ledger clean.
+//   - `lds ledger verify --url <the multi-host URL>` finds the new primary's ledger clean (and export
+//     and migrate take the same URL).
 // Before this issue the service refused the multi-host URL at start ("Invalid URL").
 import * as assert from 'uvu/assert';
 import { cli } from './helpers/build.ts';
@@ -90,6 +91,13 @@ test('primary killed, standby promoted: the same instances pay again within 15 s
   assert.is(v.code, 0, v.stderr + v.stdout);
   assert.match(v.stdout, /clean/);
   assert.not.match(v.stdout + v.stderr, /lds-test/, 'the password is not printed');
+  // ... as does every other ledger command.
+  const exported = cli(['ledger', 'export', '--url', url]);
+  assert.is(exported.code, 0, exported.stderr);
+  assert.is(JSON.parse(exported.stdout.trim().split('\n').at(-1)!).draws, draws.length);
+  const migrated = cli(['ledger', 'migrate', '--url', url]);
+  assert.is(migrated.code, 0, migrated.stderr);
+  assert.match(migrated.stdout, /schema at version \d+/);
 });
 
 test.run();

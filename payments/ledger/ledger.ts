@@ -368,6 +368,23 @@ export function checkDebitInput(input: DebitDrawInput): void {
   if (input.drawId !== undefined) assertId(input.drawId, 'drawId');
 }
 
+/** The record of a top-up credited for `input` (both backends write this shape). */
+export function topupRecord(input: CreditTopupInput, topupId: string, balanceAfterCents: number, at: string): TopupRecord {
+  return {
+    topup_id: topupId,
+    token_hash: input.tokenHash,
+    amount_cents: input.amountCents,
+    currency: input.currency,
+    processor: input.processor,
+    challenge_id: input.challengeId,
+    payment_ref: input.paymentRef,
+    created_balance: input.createBalance,
+    balance_after_cents: balanceAfterCents,
+    at,
+    ...(input.credentialSha256 ? { credential_sha256: input.credentialSha256 } : {}),
+  };
+}
+
 export function checkCreditInput(input: CreditTopupInput): void {
   assertCents(input.amountCents);
   assertCurrency(input.currency);

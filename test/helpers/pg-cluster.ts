@@ -32,6 +32,7 @@ import pg from 'pg';
 import { freePort } from './http.ts';
 import { locate, POSTGRES_SERVER } from './programs.ts';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
+import { keptAlive, runAs, runToEnd, type RunAs } from './pg-start.ts';
 
 export const PG_PASSWORD = 'lds-test';
 
@@ -41,32 +42,8 @@ export function pgBinDir(): string | null {
   return 'path' in found ? dirname(found.path) : null;
 }
 
-interface RunAs {
-  uid?: number;
-  gid?: number;
-}
-
-function runAs(): RunAs {
-  if (process.getuid?.() !== 0) return {};
-  const id = (flag: string) => {
-    const r = spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' });
-    return r.status === 0 ? Number(r.stdout.trim()) : undefined;
-  };
-  const uid = id('-u');
-  if (uid === undefined) throw new Error('PostgreSQL does not run as root and there is no `postgres` user (apt-get install postgresql creates it)');
-  return { uid, gid: id('-g') };
-}
-
-function run(cmd: string, args: string[], who: RunAs, env: NodeJS.ProcessEnv = {}): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const c = spawn(cmd, args, { ...who, env: { ...process.env, LC_MESSAGES: 'C', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    c.stdout.on('data', (d) => (out += d));
-    c.stderr.on('data', (d) => (out += d));
-    c.on('error', reject);
-    c.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd.split('/').pop()} ${args.join(' ')} exited ${code}: ${out.trim().split('\n').slice(-3).join(' / ')}`))));
-  });
-}
+/** Runs a server program as `who` (LC_MESSAGES=C: the messages the helpers read are English). */
+const run = (cmd: string, args: string[], who: RunAs, env: NodeJS.ProcessEnv = {}) => runToEnd(cmd, args, who, { ...process.env, LC_MESSAGES: 'C', ...env });
 
 /** A folder the server user can reach: 0755, under <tmp>/lds-pg. */
 function reachableDir(prefix: string): string {
@@ -390,14 +367,4 @@ function groupAlive(pgid: number): boolean {
     }
   }
   return false;
-}
-
-/** Keeps the event loop alive while `p` is pending (the servers are unref'd children). */
-async function keptAlive<T>(p: Promise<T>): Promise<T> {
-  const hold = setInterval(() => {}, 1000);
-  try {
-    return await p;
-  } finally {
-    clearInterval(hold);
-  }
 }

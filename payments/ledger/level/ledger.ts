@@ -45,6 +45,7 @@ import {
   type CorrectionInput,
   type CorrectionResult,
   type TokenBalance,
+  topupRecord,
   type TokenChangeResult,
   type TokenResolution,
   newId,
@@ -260,19 +261,7 @@ export class LevelLedger implements Ledger {
           const topupId = newId('top');
           const clearingSeq = ++this.seq;
           const creditSeq = ++this.seq;
-          const topup: TopupRecord = {
-            topup_id: topupId,
-            token_hash: tokenHash,
-            amount_cents: input.amountCents,
-            currency: input.currency,
-            processor: input.processor,
-            challenge_id: input.challengeId,
-            payment_ref: input.paymentRef,
-            created_balance: input.createBalance,
-            balance_after_cents: after,
-            at,
-            ...(input.credentialSha256 ? { credential_sha256: input.credentialSha256 } : {}),
-          };
+          const topup = topupRecord(input, topupId, after, at);
           const newBal: BalanceRecord = { ...bal, cents: after, last_seq: creditSeq };
           const ops: BatchOp[] = [
             put(K.topup(topupId), topup),

@@ -47,6 +47,8 @@ export interface ConnectionsOptions {
   /** Safe to log (no password). */
   location: string;
   logger?: LoggerLike;
+  /** Tests only: the addresses of a host name (default: the system resolver, every address). */
+  resolve?: (host: string) => Promise<string[]>;
 }
 
 /** The server in use and what its last check found (GET /readyz, the metrics). */
@@ -99,6 +101,20 @@ class ServerRejected extends Error {}
 /** The call's bound ran out while it waited (for a server, a connection, or an answer). */
 class Expired extends Error {}
 
+/**
+ * Errors that came from the database or the driver (a statement, a connection attempt): only these
+ * are classified below. Anything else a transaction's body or a session throws (a bug, an import
+ * file's mistake) passes through unchanged.
+ */
+const fromDatabase = new WeakSet<object>();
+function tagged(err: unknown): unknown {
+  if (err && typeof err === 'object') fromDatabase.add(err);
+  return err;
+}
+const isOurs = (err: unknown) => err instanceof Expired || err instanceof ServerRejected || (!!err && typeof err === 'object' && fromDatabase.has(err));
+/** Connections whose socket broke (their 'error' event fired): never reused. */
+const broken = new WeakSet<object>();
+
 function sqlState(err: unknown): string | undefined {
   const code = (err as { code?: unknown })?.code;
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
@@ -106,6 +122,7 @@ function sqlState(err: unknown): string | undefined {
 
 /** The connection itself is gone (no SQLSTATE: a socket error; or a FATAL / PANIC from the server). */
 function connectionLost(err: unknown): boolean {
+  if (!isOurs(err) || err instanceof ServerRejected) return false;
   if (sqlState(err) === undefined) return true;
   const severity = (err as { severity?: string }).severity;
   return severity === 'FATAL' || severity === 'PANIC';
@@ -119,7 +136,7 @@ function poolWaitTimedOut(err: unknown): boolean {
 /** Errors after which the server in use is dropped and the next call walks the host list again. */
 function leavesServer(err: unknown): boolean {
   if (err instanceof Expired || err instanceof ServerRejected) return true;
-  if (poolWaitTimedOut(err)) return false;
+  if (!isOurs(err) || poolWaitTimedOut(err)) return false;
   const code = sqlState(err);
   return connectionLost(err) || code === '25006' || code === '57P01' || code === '57P02' || code === '57P03' || code?.startsWith('08') === true;
 }
@@ -130,6 +147,7 @@ function leavesServer(err: unknown): boolean {
  * and 58 (system error). Anything else (a constraint, a bug) is not the database being unavailable.
  */
 function unavailable(err: unknown): boolean {
+  if (!isOurs(err)) return false;
   const cls = sqlState(err)?.slice(0, 2);
   return leavesServer(err) || poolWaitTimedOut(err) || cls === '53' || cls === '57' || cls === '58';
 }
@@ -146,7 +164,6 @@ class Server {
   readonly pool: pg.Pool;
   readonly label: string;
   state: { standby: boolean; readOnly: boolean } | null = null;
-  private ended = false;
 
   constructor(
     host: HostPort,
@@ -165,7 +182,7 @@ class Server {
 
   /** Every new connection, before its first use: is this server what the caller asked for? */
   private async check(client: pg.ClientBase): Promise<void> {
-    client.on('error', swallow); // a checked-out connection that breaks fails its query instead
+    client.on('error', () => broken.add(client)); // a checked-out connection that breaks fails its query instead
     const timer = setTimeout(() => destroy(client), this.checkTimeoutMs);
     try {
       const row = (await client.query<{ standby: boolean; read_only: boolean }>(CHECK_SQL)).rows[0]!;
@@ -176,10 +193,11 @@ class Server {
     if (!acceptable(this.wanted, this.state)) throw new ServerRejected(`is ${describe(this.state)}, not ${this.wanted}`);
   }
 
-  end(): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.pool.end().catch(swallow);
+  private ending: Promise<void> | null = null;
+
+  /** Closes the pool: idle connections now, the others as they come back. */
+  end(): Promise<void> {
+    return (this.ending ??= this.pool.end().catch(swallow));
   }
 }
 
@@ -194,7 +212,8 @@ export class Connections {
   private readonly loadBalance: boolean;
   private readonly connectTimeoutMs: number;
   private readonly clientConfig: (host: HostPort, address: string) => pg.ClientConfig;
-  private current: Server | null = null;
+  /** The server in use (null: the next call walks the host list). */
+  current: Server | null = null;
   private walking: Promise<Server> | null = null;
   private closed = false;
   /** Running totals for the metrics (payments/metrics.ts). */
@@ -208,10 +227,6 @@ export class Connections {
     this.loadBalance = parsed.loadBalanceHosts === 'random';
     this.connectTimeoutMs = Math.min(parsed.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, o.queryTimeoutMs);
     this.clientConfig = parsed.clientConfig;
-  }
-
-  get targetSessionAttrs(): TargetSessionAttrs {
-    return this.target;
   }
 
   /** The server in use, or null while none is (before the first call, after one was dropped). */
@@ -231,9 +246,9 @@ export class Connections {
    * One ledger call: `fn` runs its statements through `query` (or one `transaction`), all within the
    * query timeout. Failures come out as LedgerUnavailableError with the outcome the caller may assume.
    */
-  async call<T>(fn: (query: Query, transaction: <U>(body: (query: Query) => Promise<U>) => Promise<U>) => Promise<T>, timeoutMs = this.o.queryTimeoutMs): Promise<T> {
+  async call<T>(fn: (query: Query, transaction: <U>(body: (query: Query) => Promise<U>) => Promise<U>) => Promise<T>, o: { timeoutMs?: number; quiet?: boolean } = {}): Promise<T> {
     if (this.closed) throw new LedgerUnavailableError('ledger is closed');
-    const call = new Call(this, timeoutMs);
+    const call = new Call(this, o.timeoutMs ?? this.o.queryTimeoutMs, o.quiet === true);
     try {
       return await fn(call.query, call.transaction);
     } finally {
@@ -252,23 +267,25 @@ export class Connections {
     try {
       client = await server.pool.connect();
     } catch (err) {
-      throw this.failure(server, err, false);
+      throw this.failure(server, tagged(err), { committing: false, timeoutMs: 0, quiet: false });
     }
-    let broken: unknown;
+    let lost: Error | undefined;
     try {
       return await fn(client, server.pool);
     } catch (err) {
-      if (connectionLost(err)) broken = err;
-      throw unavailable(err) ? this.failure(server, err, false) : err;
+      if (err instanceof pg.DatabaseError || broken.has(client)) tagged(err);
+      if (connectionLost(err)) lost = err as Error;
+      throw this.failure(server, err, { committing: false, timeoutMs: 0, quiet: false });
     } finally {
-      client.release(broken as Error | undefined);
+      client.release(lost);
     }
   }
 
   /**
    * Readiness: the server in use answers the check within 2 s and is what the target asks for (the
    * service: writable). Null when ready, else a short reason. A server found not to be what is asked
-   * for is dropped, so the next call walks the list.
+   * for is dropped, so the next call walks the list. Not counted as unavailability and not logged as
+   * an error: a probe every few seconds while the database is down would only repeat itself.
    */
   async probe(): Promise<string | null> {
     if (this.closed) return 'ledger is closed';
@@ -281,7 +298,7 @@ export class Connections {
         if (acceptable(s?.wanted ?? this.target, state)) return null;
         if (s) this.leave(s, `it is now ${describe(state)}`);
         return row.standby ? 'database is a read-only standby' : `database is ${describe(state)}`;
-      }, Math.min(PROBE_TIMEOUT_MS, this.o.queryTimeoutMs));
+      }, { timeoutMs: Math.min(PROBE_TIMEOUT_MS, this.o.queryTimeoutMs), quiet: true });
     } catch (err) {
       return err instanceof LedgerUnavailableError ? err.reason : `database: ${why(err)}`;
     }
@@ -292,7 +309,7 @@ export class Connections {
     this.closed = true;
     const s = this.current;
     this.current = null;
-    await s?.pool.end().catch(swallow);
+    await s?.end();
   }
 
   // ---------------------------------------------------------------- choosing a server
@@ -314,7 +331,7 @@ export class Connections {
       for (const host of this.order()) {
         let addresses: string[];
         try {
-          addresses = await resolve(host.host);
+          addresses = host.host.startsWith('/') || isIP(host.host) ? [host.host] : await (this.o.resolve ?? resolve)(host.host);
         } catch (err) {
           failures.push(`${hostLabel(host)}: ${(err as Error).message}`);
           continue;
@@ -324,11 +341,16 @@ export class Connections {
           const server = this.newServer(host, address, wanted);
           try {
             (await server.pool.connect()).release();
+            if (this.closed) {
+              await server.end();
+              throw new LedgerUnavailableError('ledger is closed');
+            }
             this.use(server);
             return server;
           } catch (err) {
+            if (err instanceof LedgerUnavailableError) throw err;
             failures.push(`${server.label} ${err instanceof ServerRejected ? err.message : `did not connect: ${why(err)}`}`);
-            server.end();
+            void server.end();
           }
         }
       }
@@ -376,20 +398,24 @@ export class Connections {
       this.current = null;
       this.o.logger?.warn({ ledger: this.o.location, server: server.label, reason }, 'ledger: leaving database server; the next call looks for one again');
     }
-    server.end();
+    void server.end();
   }
 
-  /** The error a call throws for `err`, leaving the server when the error says it is unusable. */
-  failure(server: Server | null, err: unknown, committing: boolean, timeoutMs?: number): unknown {
-    if (err instanceof LedgerUnavailableError) return err;
-    if (!unavailable(err)) return err;
-    if (server && leavesServer(err)) this.leave(server, err instanceof Expired ? `no answer within ${timeoutMs} ms` : why(err));
+  /**
+   * The error a call throws for `err`, leaving the server when the error says it is unusable;
+   * counted and logged unless `quiet` (the readiness probe).
+   */
+  failure(server: Server | null, err: unknown, o: { committing: boolean; timeoutMs: number; quiet: boolean }): unknown {
+    if (!(err instanceof LedgerUnavailableError) && !unavailable(err)) return err;
+    if (server && leavesServer(err)) this.leave(server, err instanceof Expired ? `no answer within ${o.timeoutMs} ms` : why(err));
+    const outcome = err instanceof LedgerUnavailableError ? err.outcome : o.committing && (err instanceof Expired || connectionLost(err)) ? 'unknown' : 'none';
+    const failed =
+      err instanceof LedgerUnavailableError ? err : new LedgerUnavailableError(err instanceof Expired ? `no answer from the database within ${o.timeoutMs} ms` : `database: ${why(err)}`, { cause: err, outcome });
+    if (o.quiet) return failed;
     this.stats.unavailable++;
-    const outcome = committing && (err instanceof Expired || connectionLost(err)) ? 'unknown' : 'none';
     if (outcome === 'unknown') this.stats.unknownOutcomes++;
-    const reason = err instanceof Expired ? `no answer from the database within ${timeoutMs} ms` : `database: ${why(err)}`;
-    this.o.logger?.error({ err: reason, ledger: this.o.location, ...(server ? { server: server.label } : {}), outcome }, 'ledger: database unavailable');
-    return new LedgerUnavailableError(reason, { cause: err, outcome });
+    this.o.logger?.error({ err: failed.reason, ledger: this.o.location, ...(server ? { server: server.label } : {}), outcome }, 'ledger: database unavailable');
+    return failed;
   }
 
   retried(): void {
@@ -397,16 +423,16 @@ export class Connections {
   }
 }
 
-/** The addresses of a host name, in the resolver's order; an address or a socket path is itself. */
+/** Every address of a host name, in the resolver's order (libpq tries each in turn). */
 async function resolve(host: string): Promise<string[]> {
-  if (host.startsWith('/') || isIP(host)) return [host];
   const found = await lookup(host, { all: true });
   return [...new Set(found.map((a) => a.address))];
 }
 
 /**
  * One call's bound: a timer started when the call starts. When it fires, a wait in progress (for a
- * server or a connection) is abandoned and a statement in flight has its connection destroyed.
+ * server or a connection) is abandoned and a statement in flight has its connection destroyed. A
+ * call runs one statement at a time (the ledger awaits each), so one slot of each is enough.
  */
 class Call {
   private readonly timer: NodeJS.Timeout;
@@ -418,8 +444,14 @@ class Call {
   constructor(
     private readonly db: Connections,
     private readonly timeoutMs: number,
+    private readonly quiet: boolean,
   ) {
     this.timer = setTimeout(() => this.expire(), timeoutMs);
+  }
+
+  /** failure() with this call's bound and voice. */
+  private failed(server: Server | null, err: unknown, committing: boolean): unknown {
+    return this.db.failure(server, err, { committing, timeoutMs: this.timeoutMs, quiet: this.quiet });
   }
 
   done(): void {
@@ -432,10 +464,13 @@ class Call {
     this.abortWait?.(new Expired());
   }
 
-  /** `p`, unless the bound runs out first; a connection that arrives too late goes back to its pool. */
-  private wait<T>(p: Promise<T>, late?: (v: T) => void): Promise<T> {
+  /**
+   * `p`, unless the bound runs out first. What `p` gives too late is handed to `late`, or its error to
+   * `lateError`: a connection goes back to its pool, a failed connection attempt still counts.
+   */
+  private wait<T>(p: Promise<T>, late?: (v: T) => void, lateError?: (err: unknown) => void): Promise<T> {
     if (this.expired) {
-      p.then(late, swallow);
+      p.then(late, lateError ?? swallow);
       return Promise.reject(new Expired());
     }
     return new Promise<T>((resolve, reject) => {
@@ -448,32 +483,47 @@ class Call {
         },
         (err) => {
           this.abortWait = null;
-          reject(err);
+          if (this.expired) lateError?.(err);
+          else reject(err);
         },
       );
     });
   }
 
-  /** A connection of the server in use (walking the list when there is none), within the bound. */
+  /**
+   * A connection of the server in use (walking the list when there is none), within the bound. Only
+   * the bound running out while waiting does not drop the server (the pool is busy, or a walk is
+   * under way); a connection attempt that fails, even after the bound, does.
+   */
   private async acquire(): Promise<{ server: Server; client: pg.PoolClient }> {
-    let server: Server | null = null;
+    let server = this.db.current;
+    if (!server) {
+      try {
+        server = await this.wait(this.db.server());
+      } catch (err) {
+        throw this.failed(null, tagged(err), false);
+      }
+    }
     try {
-      server = await this.wait(this.db.server());
-      const client = await this.wait(server.pool.connect(), (c) => c.release());
+      const client = await this.wait(
+        server.pool.connect(),
+        releaseLate,
+        (err) => void this.db.failure(server, tagged(err), { committing: false, timeoutMs: this.timeoutMs, quiet: true }),
+      );
       return { server, client };
     } catch (err) {
-      throw this.db.failure(server, err, false, this.timeoutMs);
+      throw this.failed(err instanceof Expired ? null : server, tagged(err), false);
     }
   }
 
-  /** Runs one statement on `client`; a failure is classified, and a broken connection destroyed. */
-  private async run<R extends pg.QueryResultRow>(server: Server, client: pg.PoolClient, sql: string, params: unknown[] | undefined, o: QueryOptions | undefined): Promise<pg.QueryResult<R>> {
+  /** Runs one statement on `client`, within the bound; its errors are tagged as the database's. */
+  private async run<R extends pg.QueryResultRow>(client: pg.PoolClient, sql: string, params: unknown[] | undefined, o: QueryOptions | undefined): Promise<pg.QueryResult<R>> {
     if (this.expired) throw new Expired();
     this.client = client;
     try {
       return await (o?.name ? client.query<R>({ name: o.name, text: sql, values: params ?? [] }) : client.query<R>(sql, params));
     } catch (err) {
-      throw this.expired ? new Expired() : err;
+      throw this.expired ? new Expired() : tagged(err);
     } finally {
       this.client = null;
     }
@@ -483,7 +533,7 @@ class Call {
     for (let attempt = 1; ; attempt++) {
       const { server, client } = await this.acquire();
       try {
-        const r = await this.run<R>(server, client, sql, params, o);
+        const r = await this.run<R>(client, sql, params, o);
         client.release();
         return r;
       } catch (err) {
@@ -494,7 +544,7 @@ class Call {
           await backoff(attempt);
           continue;
         }
-        throw this.db.failure(server, err, o?.commits === true, this.timeoutMs);
+        throw this.failed(server, err, o?.commits === true);
       }
     }
   };
@@ -509,12 +559,12 @@ class Call {
     for (let attempt = 1; ; attempt++) {
       const { server, client } = await this.acquire();
       let committing = false;
-      const onClient: Query = (sql, params, o) => this.run(server, client, sql, params, o);
+      const onClient: Query = (sql, params, o) => this.run(client, sql, params, o);
       try {
-        await this.run(server, client, 'BEGIN', undefined, undefined);
+        await this.run(client, 'BEGIN', undefined, undefined);
         const out = await body(onClient);
         committing = true;
-        await this.run(server, client, 'COMMIT', undefined, undefined);
+        await this.run(client, 'COMMIT', undefined, undefined);
         client.release();
         return out;
       } catch (err) {
@@ -527,11 +577,14 @@ class Call {
           await backoff(attempt);
           continue;
         }
-        throw this.db.failure(server, err, committing, this.timeoutMs);
+        throw this.failed(server, err, committing);
       }
     }
   };
 }
+
+/** A connection that came after its call gave up waiting goes back to its pool. */
+const releaseLate = (c: pg.PoolClient) => c.release();
 
 function retryable(err: unknown): boolean {
   const code = sqlState(err);

@@ -40,6 +40,7 @@ import {
   type CorrectionInput,
   type CorrectionResult,
   type TokenBalance,
+  topupRecord,
   type TokenChangeResult,
   type TokenResolution,
   newId,
@@ -87,12 +88,8 @@ export interface PgLedgerOptions {
   faults?: FaultHooks;
 }
 
-
 /** Retries of a debit or credit whose statement raced another change (a top-up landed, a claimant rolled back). */
 const MAX_ATTEMPTS = 8;
-
-/** What the service reads at each scrape (payments/metrics.ts PoolStats). */
-export type PgStats = ReturnType<PgLedger['poolStats']>;
 
 export class PgLedger implements Ledger {
   readonly backend = 'postgres' as const;
@@ -222,19 +219,7 @@ export class PgLedger implements Ledger {
           ]);
           if (r.rows.length === 1) {
             const after = int(r.rows[0].balance_after_cents);
-            const topup: TopupRecord = {
-              topup_id: topupId,
-              token_hash: input.tokenHash,
-              amount_cents: input.amountCents,
-              currency: input.currency,
-              processor: input.processor,
-              challenge_id: input.challengeId,
-              payment_ref: input.paymentRef,
-              created_balance: input.createBalance,
-              balance_after_cents: after,
-              at,
-              ...(input.credentialSha256 ? { credential_sha256: input.credentialSha256 } : {}),
-            };
+            const topup = topupRecord(input, topupId, after, at);
             this.logger?.info({ topup: topupId, balance: tokenHint(input.tokenHash), amount_cents: input.amountCents, processor: input.processor }, 'ledger credited top-up');
             return { kind: 'ok', topup, balanceAfterCents: after };
           }
@@ -255,7 +240,7 @@ export class PgLedger implements Ledger {
   async findTokenSeal(challengeId: string, expiresAt: number): Promise<string | null> {
     const now = Date.now();
     if (!(expiresAt > now)) return null;
-    const r = await this.read<{ sealed: string }>('SELECT sealed FROM lds_token_seals WHERE challenge_id = $1 AND expires_at > $2', [challengeId, now]);
+    const r = await this.oneStatement<{ sealed: string }>('SELECT sealed FROM lds_token_seals WHERE challenge_id = $1 AND expires_at > $2', [challengeId, now]);
     return r.rows[0]?.sealed ?? null;
   }
 
@@ -274,7 +259,7 @@ export class PgLedger implements Ledger {
   async claimChallenge(challengeId: string, leaseMs: number): Promise<ChallengeClaim | null> {
     const holder = randomBytes(12).toString('base64url');
     const now = Date.now();
-    const r = await this.read(
+    const r = await this.oneStatement(
       `INSERT INTO lds_challenge_claims (challenge_id, holder, expires_at) VALUES ($1, $2, $3)
        ON CONFLICT (challenge_id) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
        WHERE lds_challenge_claims.expires_at < $4
@@ -286,7 +271,7 @@ export class PgLedger implements Ledger {
     return {
       release: async () => {
         // Best effort: if the database is gone the lease simply lapses.
-        await this.read('DELETE FROM lds_challenge_claims WHERE challenge_id = $1 AND holder = $2', [challengeId, holder], { commits: true }).catch(() => {});
+        await this.oneStatement('DELETE FROM lds_challenge_claims WHERE challenge_id = $1 AND holder = $2', [challengeId, holder], { commits: true }).catch(() => {});
       },
     };
   }
@@ -302,8 +287,8 @@ export class PgLedger implements Ledger {
     if (!isTokenHash(tokenHash)) return [];
     const r =
       beforeSeq === undefined
-        ? await this.read('SELECT * FROM lds_statement WHERE token_hash = $1 ORDER BY seq DESC LIMIT $2', [tokenHash, statementLimit(limit)])
-        : await this.read('SELECT * FROM lds_statement WHERE token_hash = $1 AND seq < $3 ORDER BY seq DESC LIMIT $2', [tokenHash, statementLimit(limit), beforeSeq]);
+        ? await this.oneStatement('SELECT * FROM lds_statement WHERE token_hash = $1 ORDER BY seq DESC LIMIT $2', [tokenHash, statementLimit(limit)])
+        : await this.oneStatement('SELECT * FROM lds_statement WHERE token_hash = $1 AND seq < $3 ORDER BY seq DESC LIMIT $2', [tokenHash, statementLimit(limit), beforeSeq]);
     return r.rows.map((row) => toStatementEntry(statementOf(row), int(row.seq)));
   }
 
@@ -311,7 +296,7 @@ export class PgLedger implements Ledger {
 
   async resolveToken(tokenHash: string): Promise<TokenResolution> {
     if (!isTokenHash(tokenHash)) return { kind: 'balance', balance: tokenHash };
-    const r = await this.read('SELECT balance, revoked_at FROM lds_tokens WHERE token_hash = $1', [tokenHash]);
+    const r = await this.oneStatement('SELECT balance, revoked_at FROM lds_tokens WHERE token_hash = $1', [tokenHash]);
     return tokenResolution(tokenHash, r.rows[0] as { balance: string; revoked_at: string | null } | undefined);
   }
 
@@ -348,12 +333,12 @@ export class PgLedger implements Ledger {
   // ---------------------------------------------------------------- corrections
 
   async findDraw(drawId: string): Promise<DrawRecord | null> {
-    const r = await this.read('SELECT * FROM lds_draws WHERE draw_id = $1', [drawId]);
+    const r = await this.oneStatement('SELECT * FROM lds_draws WHERE draw_id = $1', [drawId]);
     return r.rows[0] ? drawOf(r.rows[0]) : null;
   }
 
   async findTopup(topupId: string): Promise<TopupRecord | null> {
-    const r = await this.read('SELECT * FROM lds_topups WHERE topup_id = $1', [topupId]);
+    const r = await this.oneStatement('SELECT * FROM lds_topups WHERE topup_id = $1', [topupId]);
     return r.rows[0] ? topupOf(r.rows[0]) : null;
   }
 
@@ -506,7 +491,7 @@ export class PgLedger implements Ledger {
   }
 
   /** One statement as a call of its own. */
-  private read<R extends pg.QueryResultRow = Row>(sql: string, params: unknown[], o?: QueryOptions): Promise<pg.QueryResult<R>> {
+  private oneStatement<R extends pg.QueryResultRow = Row>(sql: string, params: unknown[], o?: QueryOptions): Promise<pg.QueryResult<R>> {
     this.assertOpen();
     return this.db.call((query) => query<R>(sql, params, o));
   }
