@@ -193,7 +193,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
       await drain(server, config.shutdownGraceMs, inFlight, logger);
       await opened.admin?.close();
       await ledger.close();
-      await receiptLog?.close();
+      receiptLog?.close();
       state.storeOpen = false;
       await releases.close();
       logger.info('stopped');

@@ -16,6 +16,7 @@
 //   cluster.failover()      the runbook: the writer killed, a standby's synchronous_standby_names
 //                           cleared, the standby promoted; cluster.writer() follows it
 //   cluster.rebuildStandby  a dead node made a standby of the new writer (a fresh base backup)
+//   cluster.streaming()     resolves once every running standby streams from the writer again
 //   cluster.url(db)         the libpq multi-host URL of every node, as a deployment names them
 // Synchronous clusters set synchronous_standby_names = 'ANY 1 (<the other nodes>)' on the primary
 // before the base backups, so every standby inherits it (as from a shared postgresql.conf).
@@ -121,6 +122,8 @@ export interface PgCluster {
   setReadOnly(readOnly: boolean, on?: PgNode): Promise<void>;
   /** Resolves once every running standby has replayed everything the writer has written. */
   caughtUp(): Promise<void>;
+  /** Resolves once every running standby streams from the writer (a synchronous commit can be confirmed). */
+  streaming(): Promise<void>;
   /**
    * The runbook's failover (docs/operations.md): the writer killed (SIGKILL of its process group),
    * the first running standby's synchronous_standby_names cleared (it has no standby of its own
@@ -140,7 +143,8 @@ export interface ClusterOptions {
 }
 
 const WAIT_MS = 60_000;
-const SERVER_SETTINGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'wal_keep_size=256MB', '-c', 'log_min_messages=warning', '-c', 'unix_socket_directories='];
+// wal_retrieve_retry_interval: a standby whose primary restarted reconnects within 200 ms, not 5 s.
+const SERVER_SETTINGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'wal_keep_size=256MB', '-c', 'log_min_messages=warning', '-c', 'unix_socket_directories=', '-c', 'wal_retrieve_retry_interval=200ms'];
 
 export async function startPgCluster(o: ClusterOptions = {}): Promise<PgCluster> {
   const bin = pgBinDir();
@@ -191,6 +195,10 @@ export async function startPgCluster(o: ClusterOptions = {}): Promise<PgCluster>
     },
     setSynchronous: (names, on = writer) => setting(on as Node, 'synchronous_standby_names', names),
     setReadOnly: (readOnly, on = writer) => setting(on as Node, 'default_transaction_read_only', readOnly ? 'on' : 'off'),
+    async streaming() {
+      const standbys = nodes.filter((n) => n !== writer && n.running()).length;
+      await until(async () => Number((await writer.sql<{ n: string }>("SELECT count(*) AS n FROM pg_stat_replication WHERE state = 'streaming'"))[0]!.n) >= standbys, `${standbys} standby(s) to stream from ${writer.name}`);
+    },
     async caughtUp() {
       const lsn = (await writer.sql<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l'))[0]!.l;
       for (const n of nodes) {
@@ -215,6 +223,7 @@ export async function startPgCluster(o: ClusterOptions = {}): Promise<PgCluster>
       n.replication = await baseBackup(n.name, n.dataDir);
       await n.start();
       if (o.synchronous) await cluster.setSynchronous(syncNames());
+      await cluster.streaming();
     },
     async stop() {
       await Promise.all(nodes.map((n) => n.kill9()));
@@ -222,6 +231,7 @@ export async function startPgCluster(o: ClusterOptions = {}): Promise<PgCluster>
       rmSync(root, { recursive: true, force: true });
     },
   };
+  await cluster.streaming();
   process.once('exit', () => {
     for (const n of nodes) n.killNow();
     try {
