@@ -55,7 +55,7 @@ export type Op =
   /**
    * PostgreSQL with a synchronous standby: the primary killed while a paid draw is in flight
    * (`delayMs` after it was sent), the standby promoted; the buyer retries at inst2, every instance
-   * follows without a restart; the dead server returns as the new standby
+   * follows without a restart
    */
   | { t: 'failover'; target: number; product: number; pick: number; inst: number; inst2: number; delayMs: number };
 

@@ -12,7 +12,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import * as assert from 'uvu/assert';
 import { LdsClient } from '../client/client.ts';
 import { runReconcile } from '../cli/reconcile.ts';
-import { cli } from './helpers/build.ts';
+import { cliAsync } from './helpers/build.ts';
 import { startPgCluster, type PgCluster } from './helpers/pg-cluster.ts';
 import { POSTGRES_SERVER, suiteNeeding } from './helpers/programs.ts';
 import { buildFixture, refsByProduct, startTestServer, type Fixture, type TestServer } from './helpers/service-harness.ts';
@@ -61,10 +61,10 @@ test('asynchronous failover loses acknowledged money; ledger verify is clean; le
     const again = await buyer.pay(quote);
     assert.is.not(again.receipt.draw_id, lost.receipt.draw_id, 'the quote was paid twice: the first payment is gone');
 
-    const verify = cli(['ledger', 'verify', '--url', url]);
+    const verify = await cliAsync(['ledger', 'verify', '--url', url]); // not spawnSync: this process serves
     assert.is(verify.code, 0, `ledger verify sees a consistent (older) ledger: ${verify.stderr}`);
 
-    const r = cli(['ledger', 'reconcile', journal, '--url', url]);
+    const r = await cliAsync(['ledger', 'reconcile', journal, '--url', url]);
     assert.is(r.code, 1, r.stderr + r.stdout);
     console.log(r.stdout.trim().replace(/^/gm, '# '));
     const missing = r.stdout.split('\n').filter((l) => l.startsWith('missing: '));
