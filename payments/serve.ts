@@ -127,6 +127,8 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const logger = opts.logger ?? createLogger(config.logLevel);
   const env = opts.env ?? process.env;
   const processor = lazyProcessor(config, env, opts.faults);
+  // First: a receipt log that cannot be opened stops the start before anything else is open.
+  const receiptLog = config.receiptLog ? openReceiptLog(config.receiptLog, logger) : null;
   // The published build: dist/ (the catalogue, the OpenAPI contract and every published document,
   // read into memory) and the unit store CURRENT names; followed without a restart (releases.ts).
   const first = await loadDist(config.distDir);
@@ -144,7 +146,6 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     throw err;
   }
   const { ledger } = opened;
-  const receiptLog = config.receiptLog ? openReceiptLog(config.receiptLog, logger) : null;
   const receipts = ReceiptSigner.fromJwks(config.receiptKeys, receiptLog ? { onSigned: (r) => receiptLog.append(r) } : {});
   const releases = releaseSet(config, opts, { ledger, logger, metrics, openStore, receipts });
   await releases.start(first, store, config.storeRoot);
