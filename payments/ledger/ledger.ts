@@ -368,6 +368,21 @@ export function checkDebitInput(input: DebitDrawInput): void {
   if (input.drawId !== undefined) assertId(input.drawId, 'drawId');
 }
 
+/** The record of a draw paid for `input` from balance `balanceId` (both backends write this shape). */
+export function drawRecord(input: DebitDrawInput, drawId: string, balanceId: string, balanceAfterCents: number, at: string): DrawRecord {
+  return {
+    draw_id: drawId,
+    quote_id: input.quoteId,
+    token_hash: balanceId,
+    amount_cents: input.amountCents,
+    currency: input.currency,
+    ...(input.productId !== undefined ? { product_id: input.productId } : {}),
+    balance_after_cents: balanceAfterCents,
+    at,
+    draw: input.draw ?? null,
+  };
+}
+
 /** The record of a top-up credited for `input` (both backends write this shape). */
 export function topupRecord(input: CreditTopupInput, topupId: string, balanceAfterCents: number, at: string): TopupRecord {
   return {

@@ -45,6 +45,7 @@ import {
   type CorrectionInput,
   type CorrectionResult,
   type TokenBalance,
+  drawRecord,
   topupRecord,
   type TokenChangeResult,
   type TokenResolution,
@@ -199,17 +200,7 @@ export class LevelLedger implements Ledger {
         const after = bal.cents - input.amountCents;
         const debitSeq = ++this.seq;
         const creditSeq = ++this.seq;
-        const draw: DrawRecord = {
-          draw_id: drawId,
-          quote_id: input.quoteId,
-          token_hash: balanceId,
-          amount_cents: input.amountCents,
-          currency: input.currency,
-          ...(input.productId !== undefined ? { product_id: input.productId } : {}),
-          balance_after_cents: after,
-          at,
-          draw: input.draw ?? null,
-        };
+        const draw = drawRecord(input, drawId, balanceId, after, at);
         const newBal: BalanceRecord = { ...bal, cents: after, last_seq: creditSeq };
         const ops: BatchOp[] = [
           put(K.draw(drawId), draw),

@@ -40,6 +40,7 @@ import {
   type CorrectionInput,
   type CorrectionResult,
   type TokenBalance,
+  drawRecord,
   topupRecord,
   type TokenChangeResult,
   type TokenResolution,
@@ -156,18 +157,8 @@ export class PgLedger implements Ledger {
           const r = await this.change<{ token_hash: string; balance_after_cents: string }>(query, 'debit', DEBIT_SQL, debitParams(tokenHash, drawId, input, at), DEBIT_STATEMENT);
           if (r.rows.length === 1) {
             const after = int(r.rows[0].balance_after_cents);
-            const draw: DrawRecord = {
-              draw_id: drawId,
-              quote_id: input.quoteId,
-              token_hash: r.rows[0].token_hash, // the balance id, which the presented token names
-              amount_cents: input.amountCents,
-              currency: input.currency,
-              ...(input.productId !== undefined ? { product_id: input.productId } : {}),
-              balance_after_cents: after,
-              at,
-              draw: input.draw ?? null,
-            };
-            return { kind: 'ok', draw, balanceAfterCents: after };
+            // The balance id is the one the presented token names (the statement resolved it).
+            return { kind: 'ok', draw: drawRecord(input, drawId, r.rows[0].token_hash, after, at), balanceAfterCents: after };
           }
         } catch (err) {
           if (!isUniqueViolation(err)) throw err;
