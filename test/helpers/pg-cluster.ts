@@ -171,15 +171,32 @@ export async function startPgCluster(o: ClusterOptions = {}): Promise<PgCluster>
   await run('cp', ['-a', tpl, primary.dataDir], {});
   nodes.push(primary);
   writer = primary;
-  await primary.start();
-  // Set before the base backups, so every standby inherits it, as from a postgresql.conf every
-  // server shares: the promotion runbook has to deal with it (failover() below).
-  if (o.synchronous) await setting(primary, 'synchronous_standby_names', syncNames());
-  for (const name of standbyNames) {
-    const standby = new Node(name, await freePort(), join(root, name), bin, who, SERVER_SETTINGS);
-    standby.replication = await baseBackup(standby.name, standby.dataDir);
-    nodes.push(standby);
-    await standby.start();
+  // Never outlive this process, whatever happens from here on.
+  process.once('exit', () => {
+    for (const n of nodes) n.killNow();
+    try {
+      rmSync(root, { recursive: true, force: true });
+    } catch {
+      // best effort
+    }
+  });
+  try {
+    await primary.start();
+    // Set before the base backups, so every standby inherits it, as from a postgresql.conf every
+    // server shares: the promotion runbook has to deal with it (failover() below).
+    if (o.synchronous) await setting(primary, 'synchronous_standby_names', syncNames());
+    for (const name of standbyNames) {
+      const standby = new Node(name, await freePort(), join(root, name), bin, who, SERVER_SETTINGS);
+      nodes.push(standby);
+      standby.replication = await baseBackup(standby.name, standby.dataDir);
+      await standby.start();
+    }
+  } catch (err) {
+    // A cluster that did not come up leaves no server running.
+    await Promise.all(nodes.map((n) => n.kill9()));
+    await Promise.all(nodes.map((n) => n.replication?.close()));
+    rmSync(root, { recursive: true, force: true });
+    throw err;
   }
 
   const cluster: PgCluster = {
@@ -231,15 +248,12 @@ export async function startPgCluster(o: ClusterOptions = {}): Promise<PgCluster>
       rmSync(root, { recursive: true, force: true });
     },
   };
-  await cluster.streaming();
-  process.once('exit', () => {
-    for (const n of nodes) n.killNow();
-    try {
-      rmSync(root, { recursive: true, force: true });
-    } catch {
-      // best effort
-    }
-  });
+  try {
+    await cluster.streaming();
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
   return cluster;
 }
 
