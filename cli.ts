@@ -370,7 +370,7 @@ const ledger = program
 const ledgerOptions = (c: Command) =>
   c
     .option('--dir <dir>', 'LevelDB ledger directory (also LDS_LEDGER_DIR, LDS_VAR_DIR)', shown(dataPaths().ledgerDir))
-    .option('--url <url>', 'PostgreSQL ledger, postgres://user:password@host/db (also LDS_LEDGER_URL); overrides --dir');
+    .option('--url <url>', 'PostgreSQL ledger, postgres://user:password@host/db or several servers, postgres://user:password@h1:5432,h2:5432/db?target_session_attrs=read-write (also LDS_LEDGER_URL); overrides --dir');
 /** The ledger a `ledger` command works on: --url, else LDS_LEDGER_URL, else the LevelDB directory. */
 function ledgerAt(o: { dir: string; url?: string }) {
   return { ledgerDir: resolve(o.dir), ledgerUrl: o.url ?? dataPaths().ledgerUrl };
@@ -426,6 +426,25 @@ ledgerOptions(
 ledgerOptions(ledger.command('migrate').description('create or upgrade the PostgreSQL ledger schema (the service also does this at start)')).action(async (o: { dir: string; url?: string }) => {
   const { migrateLedgerAt } = await import('./payments/ledger/ops.ts');
   console.log(await migrateLedgerAt(ledgerAt(o)));
+});
+
+ledgerOptions(
+  ledger
+    .command('reconcile')
+    .description("check signed receipts against the ledger: names each draw or top-up receipt whose record is missing from the ledger or differs from it (an acknowledgment lost in a failover to a standby that had not received it); exits 1 when there is one")
+    .argument('<receipts...>', "a buyer's receipts journal (as `lds buy` writes it), or files of saved receipts / paid-draw and top-up answers (JSON, or one per line)")
+    .option('--jwks <url-or-file>', "the service's keys: https://<host>/.well-known/jwks.json or a saved copy (default: the keys the journal recorded)")
+    .option('--all', 'also list the receipts found in the ledger')
+    .option('--json', 'print the findings as JSON')
+    .addHelpText('after', `\nExit status: 0 every receipt is in the ledger as signed; 1 one is missing, differs or does not verify; 2 could not run.\n\nExamples:\n  npx lds ledger reconcile ~/.local/state/lds/receipts.ndjson --url "$LDS_LEDGER_URL"\n  npx lds ledger reconcile saved/*.json --jwks https://api.example/.well-known/jwks.json`),
+).action(async (files: string[], o: { dir: string; url?: string; jwks?: string; all?: boolean; json?: boolean }) => {
+  const { runReconcile } = await import('./cli/reconcile.ts');
+  try {
+    process.exitCode = await runReconcile(files, o, ledgerAt(o), { stdout: (l) => console.log(l), stderr: (l) => console.error(l) });
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}`);
+    process.exitCode = 2; // could not run: 1 is kept for "a receipt is not in the ledger"
+  }
 });
 
 const receipt = program.command('receipt').description('signed receipts: verify a saved one offline, or make a signing key');

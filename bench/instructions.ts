@@ -15,8 +15,12 @@
 // requests (BENCH_CONCURRENCY at a time, keep-alive), reads the instruction count
 // (callgrind_control -e Ir) and divides. Then the same for LevelDB paid draws (10 units, a fresh
 // quote each, minted beforehand by the same service outside the counted window; a topped-up
-// balance of 10,000.00 EUR). Slow: valgrind runs Node ~50× slower.
-// Options (env): BENCH_N (default 1000), BENCH_WARM (default 3000), BENCH_CONCURRENCY (default 4).
+// balance of 10,000.00 EUR), and the 402 quote asked with that balance's token (its `Link` decision
+// reads the ledger). BENCH_LEDGER=postgres: the same on the PostgreSQL ledger (an embedded server,
+// or LDS_TEST_PG_URL), to compare the PostgreSQL paid draw of two builds without the load's noise.
+// Slow: valgrind runs Node ~50× slower.
+// Options (env): BENCH_N (default 1000), BENCH_WARM (default 3000), BENCH_CONCURRENCY (default 4),
+// BENCH_LEDGER (level or postgres, default level).
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -28,11 +32,13 @@ import { fileURLToPath } from 'node:url';
 import { build } from '../generator/build.ts';
 import { localAddresses } from '../generator/addresses.ts';
 import { payTopup } from '../payments/topup/client.ts';
+import { freshDatabase, testPgServer, type PgServer } from '../test/helpers/pg.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const N = Number(process.env.BENCH_N ?? 1000);
 const WARM = Number(process.env.BENCH_WARM ?? 3000);
 const CONC = Number(process.env.BENCH_CONCURRENCY ?? 4);
+const LEDGER = process.env.BENCH_LEDGER === 'postgres' ? 'PostgreSQL' : 'LevelDB';
 const PRODUCT = 'svc-agriculture-eu';
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
 
@@ -157,11 +163,22 @@ async function stop(p: ChildProcess): Promise<void> {
 async function main() {
   const root = await mkdtemp(join(tmpdir(), 'lds-bench-instr-'));
   const procs: ChildProcess[] = [];
+  let pg: PgServer | undefined;
   try {
     if (spawnSync(process.execPath, ['scripts/ensure-build.mjs'], { cwd: REPO, stdio: 'inherit' }).status !== 0) throw new Error('compiling to build/ failed');
     await build({ srcDir: join(REPO, 'catalog-src'), outDir: join(root, 'dist'), storeRoot: join(root, 'store'), addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example') });
     console.error('starting the service and the Koa floor under valgrind (minutes)…');
-    const env = { LDS_DIST_DIR: join(root, 'dist'), LDS_STORE_DIR: join(root, 'store'), LDS_VAR_DIR: join(root, 'var'), LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', LDS_QUOTE_SECRET: randomBytes(32).toString('hex'), MPP_SECRET_KEY: randomBytes(32).toString('hex') };
+    if (LEDGER === 'PostgreSQL') pg = await testPgServer();
+    const env = {
+      LDS_DIST_DIR: join(root, 'dist'),
+      LDS_STORE_DIR: join(root, 'store'),
+      LDS_VAR_DIR: join(root, 'var'),
+      LDS_RATE_LIMIT_RPS: '0',
+      LOG_LEVEL: 'warn',
+      LDS_QUOTE_SECRET: randomBytes(32).toString('hex'),
+      MPP_SECRET_KEY: randomBytes(32).toString('hex'),
+      ...(pg ? { LDS_LEDGER_URL: await freshDatabase(pg) } : {}),
+    };
     const [svc, floor] = await Promise.all([
       startUnderCallgrind(['build/cli.js', 'serve', '--port', '0', '--host', '127.0.0.1'], env, join(root, 'callgrind.svc')),
       startUnderCallgrind(['--input-type=module', '-e', FLOOR], {}, join(root, 'callgrind.floor')),
@@ -188,19 +205,22 @@ async function main() {
       for (let i = q++; i < WARM + N; i = q++) quotes[i] = (JSON.parse((await send(drawUrl, 'POST', drawBody)).body.toString()) as { quote_id: string }).quote_id;
     }));
     const prefix = JSON.stringify({ product_id: PRODUCT, units, quote_id: '' }).slice(0, -2);
-    const paidIr = await measure('LevelDB paid draw', svc.proc, drawUrl, (i) => `${prefix}${quotes[i]}"}`, 200, { authorization: `Bearer ${token}` });
+    const paidIr = await measure(`${LEDGER} paid draw`, svc.proc, drawUrl, (i) => `${prefix}${quotes[i]}"}`, 200, { authorization: `Bearer ${token}` });
+    const tokenQuoteIr = await measure('402 quote with the balance token', svc.proc, drawUrl, drawBody, 402, { authorization: `Bearer ${token}` });
     console.log(`\ninstructions per request (callgrind, user space, all threads; ${N} requests after ${WARM} warm-up, ${CONC} concurrent, keep-alive; ${new Date().toISOString()}, load ${load()})\n`);
     console.log('| request | instructions/request | (idle process, instructions/s, subtracted) |');
     console.log('|---|---:|---:|');
     const row = (what: string, m: { perRequest: number; idlePerSecond: number }) => console.log(`| ${what} | ${Math.round(m.perRequest).toLocaleString('en')} | ${Math.round(m.idlePerSecond).toLocaleString('en')} |`);
     row(`Koa POST, parse body, answer the quote's ${sample.body.length} bytes and headers (no service)`, floorIr);
     row('POST /v1/lds/draw, 402 quote (10 units)', quoteIr);
-    row('LevelDB: POST /v1/lds/draw, paid (10 units, 38 KB answer)', paidIr);
+    row(`${LEDGER}: POST /v1/lds/draw, paid (10 units, 38 KB answer)`, paidIr);
+    row(`${LEDGER}: POST /v1/lds/draw, 402 quote with the balance token (reads the ledger for its Link)`, tokenQuoteIr);
     console.log(`\n402 quote / Koa floor, instructions: ${(quoteIr.perRequest / floorIr.perRequest).toFixed(2)}`);
-    console.log(`LevelDB paid draw / Koa floor, instructions: ${(paidIr.perRequest / floorIr.perRequest).toFixed(2)}`);
+    console.log(`${LEDGER} paid draw / Koa floor, instructions: ${(paidIr.perRequest / floorIr.perRequest).toFixed(2)}`);
   } finally {
     for (const p of procs) await stop(p);
     agent.destroy();
+    await pg?.stop();
     await rm(root, { recursive: true, force: true });
   }
 }

@@ -6,12 +6,13 @@
 // service (node build/cli.js serve, as `npm start` runs it) on a fresh ledger database, tops up one
 // balance, mints BENCH_DRAWS quotes (no Authorization: a quote then reads nothing from the ledger),
 // resets the statistics, pays every quote (BENCH_CONCURRENCY at a time, over HTTP), and prints every
-// statement PostgreSQL ran in that window with its calls per paid draw. Then the raw loop: the same
-// number of DEBIT_SQL executions straight from node-postgres, counted the same way.
+// statement PostgreSQL ran in that window with its calls per paid draw. Then BENCH_QUOTES quotes
+// asked with the balance token (whose `Link` decision reads the ledger), counted the same way. Then
+// the raw loop: the same number of DEBIT_SQL executions straight from node-postgres, counted alike.
 // CPU: service and PostgreSQL processes (from /proc) over the paid window and over the raw window;
 // the machine's load average is printed beside them (CPU per operation moves less with load than
 // rates do, but it moves: caches and hypervisor steal).
-// Options (env): BENCH_DRAWS (default 2000), BENCH_CONCURRENCY (default 10).
+// Options (env): BENCH_DRAWS (default 2000), BENCH_CONCURRENCY (default 10), BENCH_QUOTES (default 500).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -29,6 +30,8 @@ import { freePort } from '../test/helpers/http.ts';
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DRAWS = Number(process.env.BENCH_DRAWS ?? 2000);
 const CONC = Number(process.env.BENCH_CONCURRENCY ?? 10);
+/** Quotes asked with the balance token (their Link decision reads the ledger). */
+const QUOTES = Number(process.env.BENCH_QUOTES ?? 500);
 const PRODUCT = 'svc-agriculture-eu';
 const json = { 'content-type': 'application/json' };
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
@@ -142,6 +145,18 @@ async function main() {
     const counted = async () => (await db.query<{ calls: string; query: string; toplevel: boolean }>(`SELECT calls, query, toplevel FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'ledger') AND query NOT LIKE '%pg_stat_statements%' ORDER BY toplevel DESC, calls DESC`)).rows;
     const paidRows = await counted();
 
+    // A 402 quote asked with the balance token: the `Link` decision reads the ledger (one statement,
+    // Ledger.tokenBalance; it was two, the token then the balance).
+    const withToken = async () => {
+      const r = await fetch(`${api}/lds/draw`, { method: 'POST', headers: { ...json, authorization: `Bearer ${token}` }, body: drawBody });
+      const q = (await r.json()) as { payable_from_balance?: boolean };
+      if (r.status !== 402 || q.payable_from_balance !== true) throw new Error(`quote with a token answered ${r.status}`);
+    };
+    await inParallel(50, withToken);
+    await db.query('SELECT pg_stat_statements_reset()');
+    await inParallel(QUOTES, withToken);
+    const quoteRows = await counted();
+
     // The raw loop: the ledger's own statement, the same number of times, same concurrency.
     const pool = new pg.Pool({ connectionString: url, max: 10 });
     const draw = JSON.parse((await pool.query('SELECT draw FROM lds_draws LIMIT 1')).rows[0].draw as string);
@@ -163,10 +178,12 @@ async function main() {
     await pool.end();
     await db.end();
 
-    const show = (rows: { calls: string; query: string; toplevel: boolean }[]) => rows.map((r) => `  ${(Number(r.calls) / DRAWS).toFixed(3)} per draw (${r.calls} calls, ${r.toplevel ? 'sent by the client' : 'nested: run by PostgreSQL inside a statement'})  ${r.query.replace(/\s+/g, ' ').slice(0, 100)}`).join('\n');
-    const roundTrips = (rows: { calls: string; toplevel: boolean }[]) => (rows.filter((r) => r.toplevel).reduce((a, r) => a + Number(r.calls), 0) / DRAWS).toFixed(3);
+    const show = (rows: { calls: string; query: string; toplevel: boolean }[], n = DRAWS, per = 'draw') => rows.map((r) => `  ${(Number(r.calls) / n).toFixed(3)} per ${per} (${r.calls} calls, ${r.toplevel ? 'sent by the client' : 'nested: run by PostgreSQL inside a statement'})  ${r.query.replace(/\s+/g, ' ').slice(0, 100)}`).join('\n');
+    const roundTrips = (rows: { calls: string; toplevel: boolean }[], n = DRAWS) => (rows.filter((r) => r.toplevel).reduce((a, r) => a + Number(r.calls), 0) / n).toFixed(3);
     console.log(`\nPostgreSQL statements during ${DRAWS} paid draws over HTTP (${CONC} concurrent), pg_stat_statements:\n${show(paidRows)}`);
     console.log(`  statements sent per paid draw (round trips): ${roundTrips(paidRows)}`);
+    console.log(`\nPostgreSQL statements during ${QUOTES} quotes (402) asked with the balance token, pg_stat_statements:\n${show(quoteRows, QUOTES, 'quote')}`);
+    console.log(`  statements sent per quote with a Bearer token (round trips): ${roundTrips(quoteRows, QUOTES)}`);
     console.log(`\nThe raw loop (${DRAWS} DEBIT_SQL from node-postgres, pool 10, ${CONC} concurrent):\n${show(rawRows)}`);
     console.log(`  statements sent per debit (round trips): ${roundTrips(rawRows)}`);
     console.log(`\n| per operation | paid draw (service over HTTP) | raw debit loop |`);

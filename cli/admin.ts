@@ -51,7 +51,7 @@ const JWKS_HELP =
   'give the JWKS with --jwks: the URL of the service that signed the receipt (https://<its host>/.well-known/jwks.json), or a saved copy of that file to verify offline';
 
 /** Reads a JWKS from a URL (http/https) or a file. */
-async function loadJwks(where: string): Promise<unknown> {
+export async function loadJwks(where: string): Promise<unknown> {
   if (/^https?:\/\//.test(where)) {
     let res: Response;
     try {

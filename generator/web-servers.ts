@@ -25,6 +25,8 @@ export interface Program {
   names: string[];
   /** also searched: /usr/sbin is not on a non-root user's PATH on Debian */
   dirs: string[];
+  /** false: only `dirs` (what PATH holds under that name is something else) */
+  onPath?: boolean;
   /** an environment variable that names the executable instead of searching */
   env?: string;
   install: string;
@@ -50,9 +52,10 @@ function executable(path: string): boolean {
 export function locate(p: Program): { path: string } | { missing: string } {
   const named = p.env ? process.env[p.env] : undefined;
   if (named) return executable(named) ? { path: named } : { missing: `${p.env}=${named} is not an executable file` };
-  const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), ...p.dirs];
-  for (const dir of dirs) for (const name of p.names) if (executable(join(dir, name))) return { path: join(dir, name) };
-  return { missing: `no ${p.names.join(' or ')} on PATH${p.dirs.length ? ` or in ${p.dirs.join(', ')}` : ''}${p.env ? ` (or set ${p.env})` : ''}` };
+  const onPath = p.onPath === false ? [] : (process.env.PATH ?? '').split(delimiter).filter(Boolean);
+  for (const dir of [...onPath, ...p.dirs]) for (const name of p.names) if (executable(join(dir, name))) return { path: join(dir, name) };
+  const where = [...(onPath.length ? ['on PATH'] : []), ...(p.dirs.length ? [`in ${p.dirs.join(', ')}`] : [])].join(' or ');
+  return { missing: `no ${p.names.join(' or ')} ${where}${p.env ? ` (or set ${p.env})` : ''}` };
 }
 
 export const whyMissing = (p: Program, missing: string) => `${p.name} is missing (${missing}); install it with \`${p.install}\``;

@@ -7,6 +7,8 @@ import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { privateDir } from '../contract/private-dir.ts';
 import { join, resolve } from 'node:path';
 import { isPostgresUrl } from './ledger/open.ts';
+import { parsePgUrl } from './ledger/postgres/hosts.ts';
+import { DEFAULT_QUERY_TIMEOUT_MS, defaultStatementTimeoutMs } from './ledger/postgres/defaults.ts';
 import { generateReceiptKey, ReceiptKeyError, ReceiptSigner } from './receipts.ts';
 import { parseAmountCents } from '../contract/money.ts';
 import { DEFAULT_MAX_ADJUSTMENT_CENTS } from '../contract/limits.ts';
@@ -25,7 +27,12 @@ export interface ServiceConfig {
   ledgerUrl?: string;
   /** PostgreSQL connections per instance. */
   pgPoolSize: number;
-  /** PostgreSQL statement timeout: a stuck statement fails (503) instead of holding a request. */
+  /**
+   * Every PostgreSQL ledger call ends within this, measured by the service (pool wait, connecting,
+   * statements, the commit - also one waiting for a synchronous standby); then 503.
+   */
+  pgQueryTimeoutMs: number;
+  /** PostgreSQL statement timeout (server side, below the query timeout): a slow statement fails with a known outcome first. */
   pgStatementTimeoutMs: number;
   secretsDir: string;
   /** HMAC key of stateless quotes (>= 32 bytes). */
@@ -57,6 +64,8 @@ export interface ServiceConfig {
   operatorToken: string;
   /** Ed25519 JWKs of signed receipts: the first signs, the rest are retired keys still published (payments/receipts.ts). */
   receiptKeys: unknown[];
+  /** Where this instance appends every receipt it signs (payments/receipt-log.ts); unset: no log. */
+  receiptLog?: string;
   /** Largest single operator adjustment (credit or debit), in cents (LDS_MAX_ADJUSTMENT; default the top-up maximum). */
   maxAdjustmentCents: number;
 }
@@ -185,11 +194,35 @@ export function requestTimeouts(env: NodeJS.ProcessEnv): { headersTimeoutMs: num
   return { headersTimeoutMs, requestTimeoutMs };
 }
 
+/**
+ * The service's PostgreSQL URL: libpq's form, one server or several; the service writes, so it may
+ * settle only on a server that takes writes (target_session_attrs read-write - the default -,
+ * primary, or any).
+ */
+function checkLedgerUrl(url: string): void {
+  if (!isPostgresUrl(url)) throw new ConfigError('LDS_LEDGER_URL must be a postgres:// (or postgresql://) URL');
+  let attrs: string | undefined;
+  try {
+    attrs = parsePgUrl(url).targetSessionAttrs;
+  } catch (err) {
+    throw new ConfigError(`LDS_LEDGER_URL: ${(err as Error).message}`);
+  }
+  if (attrs === 'read-only' || attrs === 'standby' || attrs === 'prefer-standby') throw new ConfigError(`LDS_LEDGER_URL: target_session_attrs=${attrs} would settle on a server that refuses writes; the service writes: use read-write (the default when it is left out), primary or any`);
+}
+
+/** The service's bound of a ledger call, and the server's statement timeout below it (postgres/defaults.ts says why). */
+export function pgTimeouts(env: NodeJS.ProcessEnv): { pgQueryTimeoutMs: number; pgStatementTimeoutMs: number } {
+  const pgQueryTimeoutMs = intSetting(env, 'LDS_PG_QUERY_TIMEOUT_MS', DEFAULT_QUERY_TIMEOUT_MS, 200);
+  const pgStatementTimeoutMs = intSetting(env, 'LDS_PG_STATEMENT_TIMEOUT_MS', defaultStatementTimeoutMs(pgQueryTimeoutMs), 100);
+  if (pgStatementTimeoutMs >= pgQueryTimeoutMs) throw new ConfigError(`LDS_PG_STATEMENT_TIMEOUT_MS (${pgStatementTimeoutMs}) must be below LDS_PG_QUERY_TIMEOUT_MS (${pgQueryTimeoutMs}): the database should end a slow statement (a known outcome) before the service stops waiting for it (an unknown one)`);
+  return { pgQueryTimeoutMs, pgStatementTimeoutMs };
+}
+
 export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Promise<ServiceConfig> {
   const production = env.NODE_ENV === 'production';
   const paths = dataPaths(env);
   const { secretsDir } = paths;
-  if (paths.ledgerUrl && !isPostgresUrl(paths.ledgerUrl)) throw new ConfigError('LDS_LEDGER_URL must be a postgres:// (or postgresql://) URL');
+  if (paths.ledgerUrl) checkLedgerUrl(paths.ledgerUrl);
   // Unset: sandbox for a local start, stripe under NODE_ENV=production (never silently fake payments).
   const processor = (env.PAYMENT_PROCESSOR || (production ? 'stripe' : 'sandbox')) as ProcessorName;
   if (processor !== 'sandbox' && processor !== 'stripe') throw new ConfigError(`PAYMENT_PROCESSOR must be sandbox or stripe: ${processor}`);
@@ -211,7 +244,7 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     production,
     ...paths,
     pgPoolSize: intSetting(env, 'LDS_PG_POOL_SIZE', 10, 1),
-    pgStatementTimeoutMs: intSetting(env, 'LDS_PG_STATEMENT_TIMEOUT_MS', 5000, 100),
+    ...pgTimeouts(env),
     quoteSecret: await secret('LDS_QUOTE_SECRET', 'quote-hmac.key'),
     mppSecret: (await secret('MPP_SECRET_KEY', 'mpp-secret.key')).toString('utf8'),
     processor,
@@ -228,6 +261,7 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     shutdownGraceMs: intSetting(env, 'LDS_SHUTDOWN_GRACE_MS', 10_000, 0),
     ...requestTimeouts(env),
     receiptKeys: await receiptKeys(env, production, secretsDir),
+    ...(env.LDS_RECEIPT_LOG ? { receiptLog: resolve(env.LDS_RECEIPT_LOG) } : {}),
     maxAdjustmentCents: amountSetting(env, 'LDS_MAX_ADJUSTMENT', DEFAULT_MAX_ADJUSTMENT_CENTS),
   };
 }

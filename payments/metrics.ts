@@ -13,6 +13,12 @@ export interface PoolStats {
   max: number;
   retries: number;
   unavailable: number;
+  /** calls that failed with their change's outcome unknown (connections.ts) */
+  unknownOutcomes: number;
+  /** changes of the server in use (a failover followed) */
+  switches: number;
+  /** the server in use and what its last check found; null while none is chosen */
+  server: { server: string; writable: boolean; standby: boolean } | null;
 }
 
 /** How a top-up request ended: paid (200), repeated (409: already credited or in progress), challenged (the 402 MPP challenge), refused (other 4xx), failed (5xx). */
@@ -216,31 +222,36 @@ export function createMetrics(o: MetricsOptions): Metrics {
       this.set({ state: 'max' }, s.max);
     },
   });
+  new Gauge({
+    name: 'lds_pg_server',
+    help: 'The PostgreSQL server in use (one of LDS_LEDGER_URL\'s hosts): 1, labelled with it and whether it takes writes; absent while none is chosen (the next ledger call looks for one).',
+    labelNames: ['server', 'writable', 'standby'],
+    registers,
+    collect() {
+      this.reset();
+      const s = pool?.().server;
+      if (s) this.set({ server: s.server, writable: String(s.writable), standby: String(s.standby) }, 1);
+    },
+  });
   // Counters fed from the ledger's own running totals at scrape time.
-  let seenRetries = 0;
-  let seenUnavailable = 0;
-  new Counter({
-    name: 'lds_pg_retries_total',
-    help: 'PostgreSQL statements retried after a serialization failure or deadlock (40001, 40P01).',
-    registers,
-    collect() {
-      if (!pool) return;
-      const r = pool().retries;
-      if (r > seenRetries) this.inc(r - seenRetries);
-      seenRetries = r;
-    },
-  });
-  new Counter({
-    name: 'lds_pg_unavailable_total',
-    help: 'PostgreSQL statements that failed because the database was unreachable (answered 503).',
-    registers,
-    collect() {
-      if (!pool) return;
-      const u = pool().unavailable;
-      if (u > seenUnavailable) this.inc(u - seenUnavailable);
-      seenUnavailable = u;
-    },
-  });
+  const totalFromPool = (name: string, help: string, read: (s: PoolStats) => number) => {
+    let seen = 0;
+    new Counter({
+      name,
+      help,
+      registers,
+      collect() {
+        if (!pool) return;
+        const n = read(pool());
+        if (n > seen) this.inc(n - seen);
+        seen = n;
+      },
+    });
+  };
+  totalFromPool('lds_pg_retries_total', 'PostgreSQL statements retried after a serialization failure or deadlock (40001, 40P01).', (s) => s.retries);
+  totalFromPool('lds_pg_unavailable_total', 'PostgreSQL ledger calls that failed because the database could not be used (answered 503).', (s) => s.unavailable);
+  totalFromPool('lds_pg_outcome_unknown_total', 'PostgreSQL ledger changes sent without an answer (timed out, connection lost): answered 503 saying the outcome is unknown; a retry with the same key is safe.', (s) => s.unknownOutcomes);
+  totalFromPool('lds_pg_server_switches_total', 'Changes of the PostgreSQL server in use (a failover followed without a restart).', (s) => s.switches);
 
   return {
     registry,

@@ -53,15 +53,18 @@ export class ReceiptSigner {
   readonly kid: string;
   readonly jwks: Jwks;
   private readonly key: KeyObject;
+  /** Told of every receipt signed (the instance's receipt log, payments/receipt-log.ts). */
+  private readonly onSigned: ((receipt: object) => void) | undefined;
 
-  private constructor(key: KeyObject, kid: string, jwks: Jwks) {
+  private constructor(key: KeyObject, kid: string, jwks: Jwks, onSigned?: (receipt: object) => void) {
     this.key = key;
     this.kid = kid;
     this.jwks = jwks;
+    this.onSigned = onSigned;
   }
 
   /** From the configured JWK array: the first signs, all are published (public parts only). */
-  static fromJwks(list: unknown): ReceiptSigner {
+  static fromJwks(list: unknown, o: { onSigned?: (receipt: object) => void } = {}): ReceiptSigner {
     if (!Array.isArray(list) || list.length === 0) throw new ReceiptKeyError('receipt keys must be a non-empty JSON array of Ed25519 JWKs (the first one signs)');
     const keys: PublicJwk[] = [];
     list.forEach((k, i) => {
@@ -82,14 +85,16 @@ export class ReceiptSigner {
     // The private part must belong to the public part that is published.
     const x = (createPublicKey(key).export({ format: 'jwk' }) as { x: string }).x;
     if (x !== first.x) throw new ReceiptKeyError('the first receipt key: "d" does not match "x"');
-    return new ReceiptSigner(key, keys[0].kid, { keys });
+    return new ReceiptSigner(key, keys[0].kid, { keys }, o.onSigned);
   }
 
   /** The receipt with its `signature` member (any existing one is replaced). */
   sign<T extends Record<string, unknown>>(receipt: T): Signed<Omit<T, 'signature'>> {
     const { signature: _old, ...body } = receipt;
     const value = sign(null, signedBytes(body), this.key).toString('base64url');
-    return { ...body, signature: { alg: 'EdDSA', kid: this.kid, value } } as Signed<Omit<T, 'signature'>>;
+    const signed = { ...body, signature: { alg: 'EdDSA', kid: this.kid, value } } as Signed<Omit<T, 'signature'>>;
+    this.onSigned?.(signed);
+    return signed;
   }
 }
 

@@ -24,6 +24,7 @@ import type { LiveDrawService } from './release/live-service.ts';
 import { isLazy, lazyMiddleware } from './http/lazy.ts';
 import { Problem, rawProblemResponse, useProblemBase } from './problem.ts';
 import { ReceiptSigner } from './receipts.ts';
+import { openReceiptLog } from './receipt-log.ts';
 
 /** Never log these, wherever they appear in a log object. */
 export const REDACT_PATHS = [
@@ -126,6 +127,8 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const logger = opts.logger ?? createLogger(config.logLevel);
   const env = opts.env ?? process.env;
   const processor = lazyProcessor(config, env, opts.faults);
+  // First: a receipt log that cannot be opened stops the start before anything else is open.
+  const receiptLog = config.receiptLog ? openReceiptLog(config.receiptLog, logger) : null;
   // The published build: dist/ (the catalogue, the OpenAPI contract and every published document,
   // read into memory) and the unit store CURRENT names; followed without a restart (releases.ts).
   const first = await loadDist(config.distDir);
@@ -143,7 +146,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     throw err;
   }
   const { ledger } = opened;
-  const receipts = ReceiptSigner.fromJwks(config.receiptKeys);
+  const receipts = ReceiptSigner.fromJwks(config.receiptKeys, receiptLog ? { onSigned: (r) => receiptLog.append(r) } : {});
   const releases = releaseSet(config, opts, { ledger, logger, metrics, openStore, receipts });
   await releases.start(first, store, config.storeRoot);
   const { service, site, validator } = releases;
@@ -191,6 +194,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
       await drain(server, config.shutdownGraceMs, inFlight, logger);
       await opened.admin?.close();
       await ledger.close();
+      receiptLog?.close();
       state.storeOpen = false;
       await releases.close();
       logger.info('stopped');
@@ -292,7 +296,8 @@ function readinessCheck(ledger: Ledger, releases: ReleaseSet, logger: Logger, fa
       catalogue: releases.versions().catalogue_version ? 'ok' : 'not loaded',
       server: state.draining ? 'draining' : 'ok',
     };
-    return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
+    const inUse = (ledger as { serverInUse?: () => Readiness['ledger_server'] }).serverInUse;
+    return { ready: Object.values(checks).every((v) => v === 'ok'), checks, ...(inUse ? { ledger_server: inUse.call(ledger) } : {}) };
   };
 }
 

@@ -1,7 +1,8 @@
 // The system under simulation: service instances as real child processes (sim/instance.ts, which
 // runs what `lds serve` runs) over one ledger - a LevelDB directory (one instance) or a PostgreSQL
-// database shared by several instances - and, for PostgreSQL, the database server itself when the
-// simulator started it (so it can be restarted).
+// database shared by several instances - and, for PostgreSQL, the database servers themselves when
+// the simulator started them (so they can be restarted, and a primary with a synchronous standby
+// failed over: driver.ts simPostgres).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import { cp, mkdtemp } from 'node:fs/promises';

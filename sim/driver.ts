@@ -4,7 +4,9 @@
 //   - money is conserved: all entries sum to zero, and so does each transaction;
 //   - no balance below zero, and every balance and the revenue (draws less refunds) equal the model's;
 //   - each quote debited at most once, each challenge and each PaymentIntent credited at most once;
-//   - every 200 the client saw is in the ledger (draw ids, credited challenges), and nothing else is;
+//   - every 200 the client saw is in the ledger (draw ids, credited challenges), and nothing else is -
+//     also after a failover (PostgreSQL with a synchronous standby: the primary killed mid-draw, the
+//     standby promoted; the instances must follow without a restart and a retried quote pay once);
 //   - the statement a buyer reads equals the model's lines (read steps), and `ledger verify` (which
 //     also rebuilds every statement from the entries) is clean every `verifyEvery` steps, after every
 //     restart and at the end.
@@ -58,10 +60,28 @@ export interface SimEnv {
   maxUnitItems: number;
   /** one unit-store copy per instance slot, reused by every history (one opener at a time) */
   stores: string[];
-  pg?: { url: string; restartable: boolean; stopOnly?(): Promise<void>; startOnly?(): Promise<void>; stop(): Promise<void> };
+  pg?: SimPg;
   /** warm service processes, reused from history to history (each history gets a fresh server and ledger) */
   instances: Instance[];
   close(): Promise<void>;
+}
+
+/**
+ * The simulator's PostgreSQL: a server it was given, the embedded one it started (restartable), or
+ * - for failovers - a primary with a synchronous standby (test/helpers/pg-cluster.ts, Debian's
+ * PostgreSQL) that the instances reach through the multi-host URL of both.
+ */
+export interface SimPg {
+  restartable: boolean;
+  /** a new, empty database for one history: the URL its instances use */
+  createDatabase(): Promise<string>;
+  /** stop and start the server that takes writes */
+  stopOnly?(): Promise<void>;
+  startOnly?(): Promise<void>;
+  /** the primary killed, the standby promoted (the runbook of docs/operations.md) */
+  failover?(): Promise<void>;
+  describe: string;
+  stop(): Promise<void>;
 }
 
 export interface RunOptions {
@@ -70,6 +90,8 @@ export interface RunOptions {
   faults: boolean;
   maxRestarts: number;
   maxPgRestarts: number;
+  /** failovers per history at most (PostgreSQL with a standby only) */
+  maxFailovers: number;
   verifyEvery: number;
   breakLedger: boolean;
   log?: (line: string) => void;
@@ -82,6 +104,7 @@ export interface RunResult {
   violation?: { step: number; check: string; message: string };
   restarts: number;
   pgRestarts: number;
+  failovers: number;
   skipped: number;
   counts: Record<string, number>;
   /** wall time per operation kind (ms), the invariant checks ('check') and the start ('start') */
@@ -100,7 +123,7 @@ export class SimViolation extends Error {
 
 // ------------------------------------------------------------------------------------- environment
 
-export async function prepareEnv(backend: Backend, o: { instances: number; pgUrl?: string; ownPg?: boolean }): Promise<SimEnv> {
+export async function prepareEnv(backend: Backend, o: { instances: number; pgUrl?: string; ownPg?: boolean; /** PostgreSQL: a primary with a synchronous standby, for failovers (default: when Debian's PostgreSQL is installed) */ cluster?: boolean }): Promise<SimEnv> {
   const root = await mkdtemp(join(tmpdir(), 'lds-sim-'));
   const dist = join(root, 'dist');
   const store = join(root, 'store');
@@ -115,16 +138,7 @@ export async function prepareEnv(backend: Backend, o: { instances: number; pgUrl
   const n = backend === 'level' ? 1 : o.instances;
   const stores: string[] = [];
   for (let i = 0; i < n; i++) stores.push(join(await instanceDir(built, i), 'store'));
-  let pg: SimEnv['pg'];
-  if (backend === 'postgres') {
-    const given = o.pgUrl ?? process.env.LDS_TEST_PG_URL;
-    if (given && !o.ownPg) pg = { url: given, restartable: false, stop: async () => {} };
-    else {
-      const { startEmbeddedPostgres } = await import('../test/helpers/pg.ts');
-      const srv = await startEmbeddedPostgres();
-      pg = { url: srv.url, restartable: true, stopOnly: srv.stopOnly, startOnly: srv.startOnly, stop: srv.stop };
-    }
-  }
+  const pg = backend === 'postgres' ? await simPostgres(o) : undefined;
   const pool = new ProcPool(1);
   const instances = Array.from({ length: n }, (_, i) => new Instance(i, pool));
   pool.fill();
@@ -150,6 +164,45 @@ export async function prepareEnv(backend: Backend, o: { instances: number; pgUrl
       await rm(root, { recursive: true, force: true });
     },
   };
+}
+
+async function simPostgres(o: { pgUrl?: string; ownPg?: boolean; cluster?: boolean }): Promise<SimPg> {
+  const { freshDatabase, startEmbeddedPostgres } = await import('../test/helpers/pg.ts');
+  const given = o.pgUrl ?? process.env.LDS_TEST_PG_URL;
+  if (given && !o.ownPg) return { restartable: false, createDatabase: () => freshDatabase({ url: given, port: 0, stop: async () => {} }), describe: `the PostgreSQL at ${given.replace(/:[^:@/]*@/, ':***@')}`, stop: async () => {} };
+  const { locate, POSTGRES_SERVER } = await import('../test/helpers/programs.ts');
+  if (o.cluster ?? 'path' in locate(POSTGRES_SERVER)) {
+    const { startPgCluster } = await import('../test/helpers/pg-cluster.ts');
+    const cluster = await startPgCluster({ standbys: 1, synchronous: true });
+    // After a failover the killed server comes back as the new primary's synchronous standby when
+    // it is next needed (a new history, another failover): not at once, so a run that ends there
+    // does not pay for a base backup nobody uses.
+    const whole = async () => {
+      const dead = cluster.nodes.find((x) => !x.running());
+      if (dead) await cluster.rebuildStandby(dead);
+    };
+    return {
+      restartable: true,
+      createDatabase: async () => {
+        await whole();
+        return cluster.url(await cluster.createDatabase());
+      },
+      stopOnly: () => cluster.writer().stop(),
+      // Back once its standby streams again: until then a synchronous commit would wait for it.
+      startOnly: async () => {
+        await cluster.writer().start();
+        await cluster.streaming();
+      },
+      failover: async () => {
+        await whole();
+        await cluster.failover();
+      },
+      describe: 'a primary with a synchronous standby (failovers possible)',
+      stop: () => cluster.stop(),
+    };
+  }
+  const srv = await startEmbeddedPostgres();
+  return { restartable: true, createDatabase: () => freshDatabase(srv), stopOnly: srv.stopOnly, startOnly: srv.startOnly, describe: 'one embedded server (no standby: failovers are skipped)', stop: srv.stop };
 }
 
 /** The draw request's unit bounds from the built OpenAPI document: distinct references, and list entries. */
@@ -265,10 +318,8 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
   };
   const pg = env.pg;
   let settings: LedgerSettings;
-  if (env.backend === 'postgres') {
-    const { freshDatabase } = await import('../test/helpers/pg.ts');
-    settings = { ledgerDir: '/nonexistent', ledgerUrl: await freshDatabase({ url: pg!.url, port: 0, stop: async () => {} }) };
-  } else settings = { ledgerDir: join(await mkdtemp(join(env.built.root, 'ledger-')), 'ledger') };
+  if (env.backend === 'postgres') settings = { ledgerDir: '/nonexistent', ledgerUrl: await pg!.createDatabase() };
+  else settings = { ledgerDir: join(await mkdtemp(join(env.built.root, 'ledger-')), 'ledger') };
 
   const nInst = env.instances.length;
   const instances = env.instances;
@@ -286,6 +337,7 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
       LDS_RATE_LIMIT_TOKEN_RPS: '0',
       LDS_QUOTE_TTL_SECONDS: String(TTL_SECONDS),
       LDS_PG_POOL_SIZE: '4',
+      LDS_PG_QUERY_TIMEOUT_MS: '3000',
       LDS_SHUTDOWN_GRACE_MS: '2000',
       PAYMENT_PROCESSOR: 'sandbox',
       LOG_LEVEL: 'fatal',
@@ -294,7 +346,7 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
     });
   }
   const model = new Model(CLOCK_START);
-  const result: RunResult = { ok: true, steps: 0, restarts: 0, pgRestarts: 0, skipped: 0, counts: {}, timing: {}, ms: 0 };
+  const result: RunResult = { ok: true, steps: 0, restarts: 0, pgRestarts: 0, failovers: 0, skipped: 0, counts: {}, timing: {}, ms: 0 };
   const timed = async <T>(k: string, f: () => Promise<T>): Promise<T> => {
     const t = Date.now();
     try {
@@ -751,6 +803,71 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
         await verify('after restarting PostgreSQL');
         return 'done';
       }
+      case 'failover':
+        return failover(op);
+    }
+  }
+
+  /**
+   * The primary dies while a paid draw is in flight and the synchronous standby is promoted. Nothing
+   * acknowledged is lost (the invariants: every 200 so far is on the promoted server); the draw in
+   * flight is a 200 (then it is there) or a 503 ledger-unavailable; the buyer's retry of the same
+   * quote at another instance pays it exactly once (or replays it); every instance follows without a
+   * restart. (The dead server returns as the new primary's standby before the next history.)
+   */
+  async function failover(op: Extract<Op, { t: 'failover' }>): Promise<'done' | 'skipped'> {
+    if (!pg?.failover || result.failovers >= o.maxFailovers) return 'skipped';
+    const b = balanceAt(op.target);
+    if (b === null) return 'skipped';
+    const inst = I(op.inst);
+    const product = env.products[op.product % env.products.length]!;
+    const q = await quote(inst, product, { units: [product.refs[op.pick % product.refs.length]!] }, b);
+    if (!q || model.balances[b]!.cents < q.cents) return 'skipped';
+    result.failovers++;
+    const exp = model.expectPay(q, b);
+    const inFlight = post(`${inst.base}/lds/draw`, drawBody(q), bearerOf(b)).catch((err: unknown) => {
+      if (err instanceof NetworkError) return null;
+      throw err;
+    });
+    await new Promise((r) => setTimeout(r, op.delayMs));
+    await pg.failover();
+    const answered = await inFlight;
+    let paid = answered?.status === 200;
+    if (paid) model.applyDraw(q, b, checkPay(answered!, exp, q, 'paid draw answered across the failover')!);
+    else if (answered) expectProblem(answered, 503, 'ledger-unavailable', 'paid draw in flight when the primary died');
+    // The driver's own connection follows the promotion like the instances do.
+    await reader?.close().catch(() => {});
+    reader = await openLedger(settings, { migrate: false });
+    if (answered?.status !== 200) {
+      // Not acknowledged: committed or not (outcome unknown), but never changed after saying "none".
+      const d = (await snapshot()).draws.find((x) => x.quote_id === q.id);
+      if (d && answered?.body?.outcome === 'none') fail('failover', `a 503 said nothing changed (outcome none), yet draw ${d.draw_id} of its quote is in the ledger`);
+      if (d) model.applyDraw(q, b, d.draw_id);
+      paid = !!d;
+    }
+    await checkInvariants(); // every draw acknowledged before (and across) the failover is on the promoted server
+    const retried = await untilLedgerAnswers(() => post(`${I(op.inst2).base}/lds/draw`, drawBody(q), bearerOf(b)), 'the retried paid draw after the failover');
+    const id = checkPay(retried, model.expectPay(q, b), q, 'paid draw retried after the failover'); // a replay once paid
+    if (!paid && id) model.applyDraw(q, b, id);
+    for (const i of instances) {
+      await untilLedgerAnswers(() => http(`${i.base}/lds/balance`, { headers: bearerOf(b) }), `a balance read at instance ${i.index} after the failover`);
+      await read(i, b); // the instance has followed: its answer must be the model's
+    }
+    await verify('after a failover');
+    return 'done';
+  }
+
+  /**
+   * Repeats a request while it answers 503 ledger-unavailable (an instance finds the promoted server
+   * on its next call after the old one failed it), for at most 30 s; then that answer stands.
+   */
+  async function untilLedgerAnswers(send: () => Promise<Answer>, what: string): Promise<Answer> {
+    const end = Date.now() + 30_000;
+    for (;;) {
+      const a = await send();
+      if (a.status !== 503 || slug(a) !== 'ledger-unavailable') return a;
+      if (Date.now() > end) fail('failover', `${what}: still 503 ledger-unavailable 30 s after the promotion`);
+      await new Promise((r) => setTimeout(r, 100));
     }
   }
 

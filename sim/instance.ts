@@ -118,8 +118,8 @@ async function breakBalanceCheck(): Promise<void> {
     return new Proxy(rec, { get: (t, p) => (p === 'cents' && lie ? ((lie = false), Number.MAX_SAFE_INTEGER) : t[p]) });
   };
   const P = PgLedger.prototype as any;
-  const query = P.query;
-  P.query = function (this: unknown, sql: string, params: unknown[]) {
-    return query.call(this, sql.replace('AND cents >= $3::bigint', ''), params);
+  const change = P.change; // every state-changing statement goes through it
+  P.change = function (this: unknown, query: unknown, op: unknown, sql: string, ...rest: unknown[]) {
+    return change.call(this, query, op, sql.replace('AND cents >= $3::bigint', ''), ...rest);
   };
 }

@@ -20,11 +20,12 @@ const program = new Command('sim')
   .option('--seeds <n>', 'how many seeds, from --seed on', int(1), 1)
   .option('--steps <k>', 'operations per history', int(1), 200)
   .option('--instances <n>', 'service instances on PostgreSQL (LevelDB: always 1)', int(1), 2)
-  .option('--no-faults', 'no crashes, processor timeouts or PostgreSQL restarts')
+  .option('--no-faults', 'no crashes, processor timeouts, PostgreSQL restarts or failovers')
   .option('--max-restarts <n>', 'instance crashes per history at most (each restart costs about a second)', int(0), 3)
   .option('--max-pg-restarts <n>', 'PostgreSQL restarts per history at most', int(0), 1)
+  .option('--max-failovers <n>', "PostgreSQL failovers per history at most: the primary killed mid-draw, its synchronous standby promoted, the instances follow (needs Debian's PostgreSQL server, apt-get install postgresql; 0: one embedded server, no standby)", int(0), 1)
   .option('--verify-every <n>', 'run `ledger verify` every n steps (and after restarts and at the end); 0: only then', int(0), 25)
-  .option('--pg-url <url>', 'PostgreSQL admin URL to use (default: LDS_TEST_PG_URL, else an embedded server; PostgreSQL restarts need the embedded one)')
+  .option('--pg-url <url>', "PostgreSQL admin URL to use (default: LDS_TEST_PG_URL, else servers of the simulator's own: a primary with a synchronous standby of Debian's PostgreSQL when installed, else an embedded server; restarts and failovers need its own)")
   .option('--break-ledger', "self-test: run the instances with a ledger whose debit skips the balance check")
   .option('--no-shrink', 'do not look for a shorter failing history')
   .option('--shrink-runs <n>', 'replays the shrinker may spend', int(0), 60)
@@ -44,6 +45,7 @@ const summary = await runSim({
   faults: opts.faults,
   maxRestarts: opts.maxRestarts,
   maxPgRestarts: opts.maxPgRestarts,
+  maxFailovers: opts.maxFailovers,
   verifyEvery: opts.verifyEvery,
   breakLedger: Boolean(opts.breakLedger),
   shrink: opts.shrink,

@@ -51,7 +51,13 @@ export type Op =
   | { t: 'refund'; q: number; how: 'all' | 'part' | 'over'; part: number; inst: number; inst2: number }
   /** SIGKILL of an instance at a commit point of a debit or credit, restart, the buyer retries */
   | { t: 'crash'; point: CommitPoint; op: FaultOp; target: number; product: number; pick: number; inst: number; delayMs: number }
-  | { t: 'pgRestart'; inst: number };
+  | { t: 'pgRestart'; inst: number }
+  /**
+   * PostgreSQL with a synchronous standby: the primary killed while a paid draw is in flight
+   * (`delayMs` after it was sent), the standby promoted; the buyer retries at inst2, every instance
+   * follows without a restart
+   */
+  | { t: 'failover'; target: number; product: number; pick: number; inst: number; inst2: number; delayMs: number };
 
 const idx = fc.nat({ max: 1000 });
 const inst = fc.nat({ max: 7 });
@@ -80,6 +86,7 @@ export function opArbitrary(o: { faults: boolean; pg: boolean }): fc.Arbitrary<O
       w(2, fc.record({ t: fc.constant('crash' as const), point: fc.constantFrom('before-commit' as const, 'during-commit' as const, 'after-commit' as const), op: fc.constantFrom('debit' as const, 'credit' as const), target: idx, product: idx, pick: idx, inst, delayMs: fc.integer({ min: 0, max: 3 }) })),
     );
     if (o.pg) parts.push(w(1, fc.record({ t: fc.constant('pgRestart' as const), inst })));
+    if (o.pg) parts.push(w(1, fc.record({ t: fc.constant('failover' as const), target: idx, product: idx, pick: idx, inst, inst2: inst, delayMs: fc.integer({ min: 0, max: 5 }) })));
   }
   return fc.oneof(...parts);
 }

@@ -34,6 +34,7 @@ export interface SimSummary {
   steps: number;
   restarts: number;
   pgRestarts: number;
+  failovers: number;
   ms: number;
   failures: SeedOutcome[];
   outcomes: SeedOutcome[];
@@ -41,26 +42,28 @@ export interface SimSummary {
 
 /** The command line that replays one seed exactly. */
 export function replayCommand(c: SimConfig, seed: number): string {
-  return `npm run sim -- --backend ${c.backend} --seed ${seed} --steps ${c.steps}${c.backend === 'postgres' ? ` --instances ${c.instances}` : ''}${c.faults ? '' : ' --no-faults'}${c.breakLedger ? ' --break-ledger' : ''} --max-restarts ${c.maxRestarts}`;
+  return `npm run sim -- --backend ${c.backend} --seed ${seed} --steps ${c.steps}${c.backend === 'postgres' ? ` --instances ${c.instances} --max-failovers ${c.maxFailovers}` : ''}${c.faults ? '' : ' --no-faults'}${c.breakLedger ? ' --break-ledger' : ''} --max-restarts ${c.maxRestarts}`;
 }
 
 export async function runSim(c: SimConfig, givenEnv?: SimEnv): Promise<SimSummary> {
   const t0 = Date.now();
-  const env = givenEnv ?? (await prepareEnv(c.backend, { instances: c.instances, ...(c.pgUrl ? { pgUrl: c.pgUrl } : {}), ...(c.ownPg !== undefined ? { ownPg: c.ownPg } : {}) }));
-  const summary: SimSummary = { backend: c.backend, histories: 0, steps: 0, restarts: 0, pgRestarts: 0, ms: 0, failures: [], outcomes: [] };
+  const env = givenEnv ?? (await prepareEnv(c.backend, { instances: c.instances, ...(c.pgUrl ? { pgUrl: c.pgUrl } : {}), ...(c.ownPg !== undefined ? { ownPg: c.ownPg } : {}), ...(c.maxFailovers === 0 ? { cluster: false } : {}) }));
+  if (env.pg) c.print(`sim ${c.backend}: PostgreSQL is ${env.pg.describe}`);
+  const summary: SimSummary = { backend: c.backend, histories: 0, steps: 0, restarts: 0, pgRestarts: 0, failovers: 0, ms: 0, failures: [], outcomes: [] };
   try {
     for (const seed of c.seeds) {
       const history = c.replay ?? generateHistory(seed, c.steps, { faults: c.faults, pg: c.backend === 'postgres' });
-      const o: RunOptions = { seed, instances: c.instances, faults: c.faults, maxRestarts: c.maxRestarts, maxPgRestarts: c.maxPgRestarts, verifyEvery: c.verifyEvery, breakLedger: c.breakLedger, log: c.print };
+      const o: RunOptions = { seed, instances: c.instances, faults: c.faults, maxRestarts: c.maxRestarts, maxPgRestarts: c.maxPgRestarts, maxFailovers: c.maxFailovers, verifyEvery: c.verifyEvery, breakLedger: c.breakLedger, log: c.print };
       const result = await runHistory(env, history, o);
       summary.histories++;
       summary.steps += result.steps;
       summary.restarts += result.restarts;
       summary.pgRestarts += result.pgRestarts;
+      summary.failovers += result.failovers;
       const outcome: SeedOutcome = { seed, result, history };
       summary.outcomes.push(outcome);
       const ops = Object.entries(result.counts).map(([k, v]) => `${k} ${v}`).join(', ');
-      c.print(`sim ${c.backend} seed ${seed}: ${result.ok ? 'ok' : 'VIOLATION'} — ${result.steps} steps in ${(result.ms / 1000).toFixed(1)} s (${ops}; ${result.skipped} skipped; ${result.restarts} instance restarts, ${result.pgRestarts} PostgreSQL restarts)`);
+      c.print(`sim ${c.backend} seed ${seed}: ${result.ok ? 'ok' : 'VIOLATION'} — ${result.steps} steps in ${(result.ms / 1000).toFixed(1)} s (${ops}; ${result.skipped} skipped; ${result.restarts} instance restarts, ${result.pgRestarts} PostgreSQL restarts, ${result.failovers} failovers)`);
       if (process.env.SIM_TIMING) c.print(`  timing (ms): ${JSON.stringify(result.timing)}`);
       if (result.ok) continue;
       summary.failures.push(outcome);
@@ -84,6 +87,6 @@ export async function runSim(c: SimConfig, givenEnv?: SimEnv): Promise<SimSummar
     if (!givenEnv) await env.close();
   }
   summary.ms = Date.now() - t0;
-  c.print(`sim ${c.backend}: ${summary.histories} histories, ${summary.steps} steps, ${summary.restarts} instance restarts, ${summary.pgRestarts} PostgreSQL restarts, ${summary.failures.length} failing, ${(summary.ms / 1000).toFixed(1)} s`);
+  c.print(`sim ${c.backend}: ${summary.histories} histories, ${summary.steps} steps, ${summary.restarts} instance restarts, ${summary.pgRestarts} PostgreSQL restarts, ${summary.failovers} failovers, ${summary.failures.length} failing, ${(summary.ms / 1000).toFixed(1)} s`);
   return summary;
 }

@@ -13,6 +13,7 @@ import { runSim, type SimConfig } from '../sim/run.ts';
 import type { Op } from '../sim/model.ts';
 import { BACKEND } from './helpers/ledgers.ts';
 import { REPO } from './helpers/build.ts';
+import { locate, POSTGRES_SERVER, REQUIRE_PROGRAMS } from './helpers/programs.ts';
 
 const SEEDS = Number(process.env.LDS_SIM_SEEDS ?? (BACKEND === 'level' ? 4 : 3));
 const STEPS = Number(process.env.LDS_SIM_STEPS ?? 50);
@@ -35,6 +36,7 @@ const base = (): SimConfig => ({
   faults: true,
   maxRestarts: 1,
   maxPgRestarts: 1,
+  maxFailovers: 1,
   verifyEvery: 25,
   breakLedger: false,
   shrink: true,
@@ -43,9 +45,12 @@ const base = (): SimConfig => ({
   print,
 });
 
+/** PostgreSQL failovers need Debian's PostgreSQL (a primary with a synchronous standby). */
+const failovers = BACKEND === 'postgres' && ('path' in locate(POSTGRES_SERVER) || process.env[REQUIRE_PROGRAMS] === '1');
+
 test.before(async () => {
-  // PostgreSQL: a server of the simulator's own, so that it can restart it.
-  env = await prepareEnv(BACKEND, { instances: 2, ownPg: true });
+  // PostgreSQL: servers of the simulator's own, so that it can restart them and fail over.
+  env = await prepareEnv(BACKEND, { instances: 2, ownPg: true, cluster: failovers });
 });
 test.after(async () => {
   await env?.close();
@@ -93,6 +98,27 @@ test('the histories of defects the simulator found replay clean (sim/histories/)
     assert.is(s.failures.length, 0, `${f}: ${s.failures.map((x) => x.result.violation?.message).join('\n')}`);
   }
 });
+
+if (BACKEND === 'postgres') {
+  if (!failovers) console.log(`SKIP sim failover: ${POSTGRES_SERVER.name} is missing; install it with \`${POSTGRES_SERVER.install}\``);
+  (failovers ? test : test.skip)('a failover under synchronous replication: nothing acknowledged lost, the instances follow, every quote paid once', async () => {
+    // A balance with paid draws; the primary killed while a paid draw is in flight, the standby
+    // promoted; then the buyer's retry, more draws, reads and top-ups at both instances.
+    const ops: Op[] = [
+      { t: 'topup', target: 0, amount: 'above', extra: 900, inst: 0 },
+      { t: 'quote', product: 0, mode: 'units', start: 1, size: 2, limit: 5, target: 0, withToken: true, inst: 1 },
+      { t: 'pay', q: 0, same: true, target: 0, inst: 0 },
+      { t: 'failover', target: 0, product: 1, pick: 5, inst: 1, inst2: 0, delayMs: 1 },
+      { t: 'quote', product: 2, mode: 'units', start: 3, size: 3, limit: 5, target: 0, withToken: true, inst: 0 },
+      { t: 'pay', q: 0, same: true, target: 0, inst: 1 },
+      { t: 'topup', target: 0, amount: 'min', extra: 1, inst: 1 },
+      { t: 'read', target: 0, inst: 0 },
+    ];
+    const s = await runSim({ ...base(), seeds: [1], replay: ops, steps: ops.length, shrink: false }, env);
+    assert.is(s.failures.length, 0, s.failures.map((x) => `step ${x.result.violation?.step}: ${x.result.violation?.message}`).join('\n'));
+    assert.is(s.failovers, 1, 'the failover ran (not skipped)');
+  });
+}
 
 test('production never reaches the fault hooks or the simulated clock', () => {
   const read = (f: string) => readFileSync(join(REPO, f), 'utf8');

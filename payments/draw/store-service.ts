@@ -203,12 +203,14 @@ export class StoreDrawService implements DrawService {
   // ---------------------------------------------------------------- balance
 
   async balance(balanceToken: string, page: StatementPage = {}): Promise<BalanceView> {
-    const balanceId = await this.balanceIdOf(balanceToken);
+    if (!balanceToken) throw problems.tokenRequired();
+    if (!isWellFormedToken(balanceToken)) throw problems.invalidToken();
+    const held = await this.options.ledger.tokenBalance(hashToken(balanceToken));
+    if (held.kind === 'revoked') throw problems.revokedToken();
     const { limit, before } = checkStatementPage(page);
-    const balance = await this.options.ledger.getBalance(balanceId);
-    if (!balance) throw problems.invalidToken();
+    if (!held.info) throw problems.invalidToken();
     // One line more than asked tells whether another page exists.
-    return statementView(balance.cents, await this.options.ledger.statement(balanceId, limit + 1, before), limit);
+    return statementView(held.info.cents, await this.options.ledger.statement(held.balance, limit + 1, before), limit);
   }
 
   /**
@@ -243,9 +245,9 @@ export class StoreDrawService implements DrawService {
   /** Balance in cents for a token, or null (unknown, malformed or revoked token). Used for the 402 Link decision. */
   async balanceCents(balanceToken: string | undefined): Promise<number | null> {
     if (!balanceToken || !isWellFormedToken(balanceToken)) return null;
-    const resolved = await this.options.ledger.resolveToken(hashToken(balanceToken));
-    if (resolved.kind === 'revoked') return null;
-    return (await this.options.ledger.getBalance(resolved.balance))?.cents ?? null;
+    // One ledger read (on PostgreSQL one statement): the token resolved and its balance.
+    const held = await this.options.ledger.tokenBalance(hashToken(balanceToken));
+    return held.kind === 'revoked' ? null : (held.info?.cents ?? null);
   }
 
   // ---------------------------------------------------------------- quotes

@@ -3,7 +3,8 @@
 //   GET /healthz  the process is alive and its event loop answers (no I/O at all);
 //   GET /readyz   ledger writable, unit store open, catalogue loaded, not draining (200 naming the
 //                 serving catalogue_version and store_version); 503 problem `not-ready` naming
-//                 what is not ready otherwise;
+//                 what is not ready otherwise; on PostgreSQL both name the server in use
+//                 (`ledger_server`: host:port, writable, standby);
 //   GET /metrics  Prometheus text (payments/metrics.ts), only with `Authorization: Bearer
 //                 <LDS_OPERATOR_TOKEN>`; 401 problem otherwise.
 import type { Middleware } from 'koa';
@@ -17,6 +18,8 @@ export interface Readiness {
   ready: boolean;
   /** check name -> 'ok' or what is wrong (short, no internals) */
   checks: Record<string, string>;
+  /** PostgreSQL: the server in use (host:port as LDS_LEDGER_URL names it) and whether it takes writes */
+  ledger_server?: { server: string; writable: boolean; standby: boolean } | null;
 }
 
 export interface OpsOptions {
@@ -52,9 +55,10 @@ export function opsMiddleware(o: OpsOptions): Middleware {
       o.metrics.setReady(r.ready);
       if (!r.ready) {
         const notReady = Object.entries(r.checks).filter(([, v]) => v !== 'ok').map(([k]) => k);
-        throw new Problem(503, 'not-ready', 'Not ready', `Not ready: ${notReady.join(', ')}. Send traffic to another instance; this one recovers by itself or is restarted by its supervisor.`, { not_ready: notReady, checks: r.checks });
+        const server = r.ledger_server !== undefined ? { ledger_server: r.ledger_server } : {};
+        throw new Problem(503, 'not-ready', 'Not ready', `Not ready: ${notReady.join(', ')}. Send traffic to another instance; this one recovers by itself or is restarted by its supervisor.`, { not_ready: notReady, checks: r.checks, ...server });
       }
-      ctx.body = { status: 'ready', checks: r.checks, ...o.versions() };
+      ctx.body = { status: 'ready', checks: r.checks, ...(r.ledger_server !== undefined ? { ledger_server: r.ledger_server } : {}), ...o.versions() };
       return;
     }
     if (!isOperator(ctx.get('authorization'), o.operatorToken)) throw operatorRequired();

@@ -149,6 +149,9 @@ export type TokenChangeResult = { kind: 'ok'; balance: string } | { kind: 'unkno
 /** Which balance a token hash names: its own (the token that opened it), one it was rotated into, or none (revoked). */
 export type TokenResolution = { kind: 'balance'; balance: string } | { kind: 'revoked' };
 
+/** A token's resolution and the balance it names, read together (`info` null: no such balance). */
+export type TokenBalance = { kind: 'balance'; balance: string; info: BalanceInfo | null } | { kind: 'revoked' };
+
 /**
  * What a token hash names, from its token record: no record, the balance whose own hash it is; a
  * live record (a token rotated in), its balance; a revoked one (rotated away or revoked), none.
@@ -222,6 +225,11 @@ export interface Ledger {
 
   /** Which balance a token hash names now (rotated-in tokens name their balance; revoked ones none). */
   resolveToken(tokenHash: string): Promise<TokenResolution>;
+  /**
+   * resolveToken and the balance it names, as of one moment: on PostgreSQL one statement, so a quote
+   * made with a Bearer token (its `Link` decision) and a balance read cost one ledger read, not two.
+   */
+  tokenBalance(tokenHash: string): Promise<TokenBalance>;
   /** Replaces the token `oldHash` with `newHash` for its balance: the old one stops working at once. */
   rotateToken(oldHash: string, newHash: string): Promise<TokenChangeResult>;
   /** Revokes a token (operator): it stops working at once; the balance stays. */
@@ -281,16 +289,38 @@ export type ImportRecord =
   | { type: 'correction'; value: CorrectionRecord };
 
 /**
+ * What a caller may assume about the change it asked for when the ledger failed: 'none', nothing
+ * changed; 'unknown', the change was sent and no answer came (it may have been made). Either way the
+ * same request is safe to repeat: every change is keyed (quote_id, MPP challenge, payment), so a
+ * repeat replays what was made or makes it once. (PostgreSQL: postgres/connections.ts.)
+ */
+export type ChangeOutcome = 'none' | 'unknown';
+
+/** Seconds a client is told to wait before retrying a ledger-unavailable answer (Retry-After). */
+export const LEDGER_RETRY_AFTER_SECONDS = 2;
+
+const UNAVAILABLE_DETAIL: Record<ChangeOutcome, string> = {
+  none: 'The balance ledger is not accepting changes; nothing was changed by this request. Retry after Retry-After seconds: a paid draw is charged at most once per quote_id and a top-up credential is credited at most once.',
+  unknown:
+    'The balance ledger did not confirm this change in time: it may or may not have been made. Retrying the same request is safe: with the same quote_id a draw that was paid is answered again without a second charge, and one that was not is paid once; the same top-up credential is credited at most once.',
+};
+
+/**
  * The ledger refuses work (closed, stopped after a failed write, or its database unreachable). A
- * Problem, so every transport (draw, balance, top-up, MCP, A2A) answers the same 503 without a
- * special case; the internal reason is kept for the log, not sent.
+ * Problem, so every transport (draw, balance, top-up, MCP, A2A) answers the same 503 with
+ * Retry-After without a special case; `outcome` says whether the change may have been made. The
+ * internal reason is kept for the log, not sent.
  */
 export class LedgerUnavailableError extends Problem {
+  readonly outcome: ChangeOutcome;
+
   constructor(
     readonly reason: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; outcome?: ChangeOutcome },
   ) {
-    super(503, 'ledger-unavailable', 'Ledger unavailable', 'The balance ledger is not accepting changes. Retry shortly: a paid draw is charged at most once per quote_id and a top-up credential is credited at most once.');
+    const outcome = options?.outcome ?? 'none';
+    super(503, 'ledger-unavailable', 'Ledger unavailable', UNAVAILABLE_DETAIL[outcome], { outcome, retry_after: LEDGER_RETRY_AFTER_SECONDS });
+    this.outcome = outcome;
     this.name = 'LedgerUnavailableError';
     this.message = `ledger unavailable: ${reason}`; // for logs and stack traces; clients get `detail`
     if (options?.cause !== undefined) (this as { cause?: unknown }).cause = options.cause;
@@ -336,6 +366,38 @@ export function checkDebitInput(input: DebitDrawInput): void {
   assertId(input.quoteId, 'quoteId');
   assertCurrency(input.currency);
   if (input.drawId !== undefined) assertId(input.drawId, 'drawId');
+}
+
+/** The record of a draw paid for `input` from balance `balanceId` (both backends write this shape). */
+export function drawRecord(input: DebitDrawInput, drawId: string, balanceId: string, balanceAfterCents: number, at: string): DrawRecord {
+  return {
+    draw_id: drawId,
+    quote_id: input.quoteId,
+    token_hash: balanceId,
+    amount_cents: input.amountCents,
+    currency: input.currency,
+    ...(input.productId !== undefined ? { product_id: input.productId } : {}),
+    balance_after_cents: balanceAfterCents,
+    at,
+    draw: input.draw ?? null,
+  };
+}
+
+/** The record of a top-up credited for `input` (both backends write this shape). */
+export function topupRecord(input: CreditTopupInput, topupId: string, balanceAfterCents: number, at: string): TopupRecord {
+  return {
+    topup_id: topupId,
+    token_hash: input.tokenHash,
+    amount_cents: input.amountCents,
+    currency: input.currency,
+    processor: input.processor,
+    challenge_id: input.challengeId,
+    payment_ref: input.paymentRef,
+    created_balance: input.createBalance,
+    balance_after_cents: balanceAfterCents,
+    at,
+    ...(input.credentialSha256 ? { credential_sha256: input.credentialSha256 } : {}),
+  };
 }
 
 export function checkCreditInput(input: CreditTopupInput): void {

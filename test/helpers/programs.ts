@@ -3,6 +3,8 @@
 // never fails for that. CI sets LDS_REQUIRE_PROGRAMS=1 (.ci/run), which turns a missing program
 // into a failure, so CI never skips. Point NGINX_BIN or CHROMIUM_BIN at a path that does not exist
 // to see the skip on a machine that has them.
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { suite, test, type Test } from 'uvu';
 import { APACHE, CADDY, locate, NGINX, programPath, whyMissing, type Program } from '../../generator/web-servers.ts';
 
@@ -15,6 +17,23 @@ export const CURL: Program = { name: 'curl', names: ['curl'], dirs: [], install:
 
 /** util-linux (in every Debian system): `unshare -n` runs a command with no network but its own loopback. */
 export const UNSHARE: Program = { name: 'unshare', names: ['unshare'], dirs: ['/usr/bin'], install: 'apt-get update && apt-get install -y util-linux' };
+
+/**
+ * Debian's PostgreSQL server programs (postgres, initdb, pg_ctl, pg_basebackup in
+ * /usr/lib/postgresql/<major>/bin, newest major first): the high-availability suites run a primary
+ * and standbys of their own (test/helpers/pg-cluster.ts). Not on PATH on Debian (its /usr/bin holds
+ * wrappers), so only those folders, or LDS_PG_SERVER naming a `postgres` executable.
+ */
+export const POSTGRES_SERVER: Program = { name: 'PostgreSQL server', names: ['postgres'], dirs: debianPostgresBins(), onPath: false, env: 'LDS_PG_SERVER', install: 'apt-get update && apt-get install -y postgresql' };
+
+function debianPostgresBins(): string[] {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return [join(root, '<major>', 'bin')]; // named in the message when missing
+  return readdirSync(root)
+    .filter((d) => /^\d+$/.test(d))
+    .sort((a, b) => Number(b) - Number(a))
+    .map((d) => join(root, d, 'bin'));
+}
 
 /** The flag .ci/run sets. */
 export const REQUIRE_PROGRAMS = 'LDS_REQUIRE_PROGRAMS';

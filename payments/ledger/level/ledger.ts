@@ -45,6 +45,9 @@ import {
   correctionFingerprint,
   type CorrectionInput,
   type CorrectionResult,
+  type TokenBalance,
+  drawRecord,
+  topupRecord,
   type TokenChangeResult,
   type TokenResolution,
   newId,
@@ -201,17 +204,7 @@ export class LevelLedger implements Ledger {
         const after = bal.cents - input.amountCents;
         const debitSeq = ++this.seq;
         const creditSeq = ++this.seq;
-        const draw: DrawRecord = {
-          draw_id: drawId,
-          quote_id: input.quoteId,
-          token_hash: balanceId,
-          amount_cents: input.amountCents,
-          currency: input.currency,
-          ...(input.productId !== undefined ? { product_id: input.productId } : {}),
-          balance_after_cents: after,
-          at,
-          draw: input.draw ?? null,
-        };
+        const draw = drawRecord(input, drawId, balanceId, after, at);
         const newBal: BalanceRecord = { ...bal, cents: after, last_seq: creditSeq };
         const ops: BatchOp[] = [
           put(K.draw(drawId), draw),
@@ -263,19 +256,7 @@ export class LevelLedger implements Ledger {
           const topupId = newId('top');
           const clearingSeq = ++this.seq;
           const creditSeq = ++this.seq;
-          const topup: TopupRecord = {
-            topup_id: topupId,
-            token_hash: tokenHash,
-            amount_cents: input.amountCents,
-            currency: input.currency,
-            processor: input.processor,
-            challenge_id: input.challengeId,
-            payment_ref: input.paymentRef,
-            created_balance: input.createBalance,
-            balance_after_cents: after,
-            at,
-            ...(input.credentialSha256 ? { credential_sha256: input.credentialSha256 } : {}),
-          };
+          const topup = topupRecord(input, topupId, after, at);
           const newBal: BalanceRecord = { ...bal, cents: after, last_seq: creditSeq };
           const ops: BatchOp[] = [
             put(K.topup(topupId), topup),
@@ -370,6 +351,12 @@ export class LevelLedger implements Ledger {
   async resolveToken(tokenHash: string): Promise<TokenResolution> {
     this.assertUsable();
     return tokenResolution(tokenHash, await this.loadToken(tokenHash));
+  }
+
+  /** Two local reads (no round trip to save here); the PostgreSQL ledger makes them one statement. */
+  async tokenBalance(tokenHash: string): Promise<TokenBalance> {
+    const who = await this.resolveToken(tokenHash);
+    return who.kind === 'revoked' ? who : { ...who, info: await this.getBalance(who.balance) };
   }
 
   async rotateToken(oldHash: string, newHash: string): Promise<TokenChangeResult> {
