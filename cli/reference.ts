@@ -42,7 +42,7 @@ export function withoutSettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 export function commandHelp(cmd: Command): string {
   const saved = cmd.configureOutput();
   let text = '';
-  cmd.configureOutput({ writeOut: (s) => (text += s), getOutHelpWidth: () => undefined, getOutHasColors: () => false });
+  cmd.configureOutput({ writeOut: (s) => (text += s), getOutHelpWidth: () => 80 /* commander's width when stdout is not a terminal */, getOutHasColors: () => false });
   try {
     cmd.outputHelp();
   } finally {
