@@ -1,32 +1,63 @@
 // Builds the per-product BM25 indexes with bounded memory.
 //
-// While units stream in, postings (docid, tf) are collected per product and term and spilled as
-// sorted run files (posting-runs.ts) whenever the buffer holds `runPostings` postings. BM25
-// impacts need the final document count, df and average length, so they are computed only at the
-// end: finish() merges the runs term by term, orders each term's postings by impact
-// (a counting sort over the few distinct impact values, so it is linear), cuts them into chunks
-// of growing size and writes chunks and term headers into the store. The per-term work arrays
-// are kept from one term to the next: the largest term sets the memory, not the sum of them.
+// While units stream in, postings (ingestion number, tf) are collected per product and term and
+// spilled as sorted run files (posting-runs.ts) whenever the buffer holds `runPostings` postings.
+// Docids (reference order, D1) and the BM25 statistics are known only at the end: finish() merges
+// the runs term by term, maps each posting to its docid, sorts a list only when reference order
+// differs from ingestion order, and appends the term's posting list (contract/posting-list.ts) to
+// postings.dat with its header in the LevelDB. The per-term work arrays are kept from one term to
+// the next: the largest term sets the memory, not the sum of them.
+import { open, type FileHandle } from 'node:fs/promises';
 import { endianness } from 'node:os';
-import {
-  KEY,
-  bm25Idf,
-  bm25Impact,
-  chunkSize,
-  encodeChunk,
-  encodeForward,
-  tokenize,
-  type ProductIndexStats,
-  type TermHeader,
-} from '../../contract/store-format.ts';
+import { encodePostingList, POSTING_BLOCK } from '../../contract/posting-list.ts';
+import { KEY, bm25Idf, tokenize, type ProductIndexStats, type TermHeader } from '../../contract/store-format.ts';
 import type { BatchWriter } from './batch.ts';
 import { mergeRuns, RunWriter } from './posting-runs.ts';
 
 if (endianness() !== 'LE') throw new Error('the unit store index is little-endian; this machine is not');
 
-/** writeTerm's work arrays for terms of up to `size` postings. */
+/** A posting's sort key while a list is put in docid order: docid * 2^21 + tf (exact below 2^53). */
+const TF_SPAN = 2 ** 21;
+
+/** finish()'s work arrays for terms of up to `size` postings. */
 function workArrays(size: number) {
-  return { group: new Uint32Array(size), docids: new Uint32Array(size), sorted: new Uint32Array(size), impacts: new Float64Array(size) };
+  return { docids: new Uint32Array(size), tfs: new Uint32Array(size), dls: new Uint32Array(size), keys: new Float64Array(size) };
+}
+
+/** postings.dat, written front to back; every list starts at a multiple of 8 bytes. */
+class PostingsFile {
+  private readonly buf = Buffer.allocUnsafe(8 << 20);
+  private used = 0;
+  private written = 0;
+  private constructor(private readonly fh: FileHandle) {}
+  static async create(path: string): Promise<PostingsFile> {
+    return new PostingsFile(await open(path, 'wx'));
+  }
+  /** Appends a list; returns where it starts. */
+  async append(list: Uint8Array): Promise<number> {
+    const pad = (8 - ((this.written + this.used) % 8)) % 8;
+    if (this.used + pad + list.byteLength > this.buf.length) await this.flush();
+    const at = this.written + this.used + pad;
+    if (pad + list.byteLength > this.buf.length) {
+      await this.fh.write(Buffer.alloc(pad));
+      await this.fh.write(list);
+      this.written += pad + list.byteLength;
+    } else {
+      this.buf.fill(0, this.used, this.used + pad);
+      this.buf.set(list, this.used + pad);
+      this.used += pad + list.byteLength;
+    }
+    return at;
+  }
+  private async flush(): Promise<void> {
+    if (this.used) await this.fh.write(this.buf, 0, this.used);
+    this.written += this.used;
+    this.used = 0;
+  }
+  async close(): Promise<void> {
+    await this.flush();
+    await this.fh.close();
+  }
 }
 
 class Postings {
@@ -54,8 +85,8 @@ export class IndexWriter {
   private readonly tf = new Map<number, number>();
   private buffered = 0;
   private runs = 0;
-  private docLen = new Uint32Array(1 << 16);
-  private docs = 0; // highest docid + 1
+  private docLen = new Uint32Array(1 << 16); // by ingestion number
+  private docs = 0; // highest ingestion number + 1
   /** Per product index: the words of its example query, and (during finish) the units they occur in. */
   private readonly watched = new Map<number, { query: string; terms: Set<string>; hits: Uint8Array | null; matches: number }>();
 
@@ -74,13 +105,10 @@ export class IndexWriter {
     this.buffer = this.productIds.map(() => []);
   }
 
-  /**
-   * Indexes one unit's text for the given products and returns its forward vector (stored under
-   * f!<docid>), or null when the text has no searchable word.
-   */
-  async add(docid: number, ref: string, text: string, products: string[]): Promise<Buffer | null> {
+  /** Indexes one unit's text (nothing when it has no searchable word) for the given products. */
+  async add(docid: number, text: string, products: string[]): Promise<void> {
     const tokens = tokenize(text);
-    if (tokens.length === 0) return null;
+    if (tokens.length === 0) return;
     const tf = this.tf; // reused: this runs once per unit
     tf.clear();
     for (const t of tokens) {
@@ -111,9 +139,7 @@ export class IndexWriter {
       }
       this.buffered += tf.size;
     }
-    const fwd = encodeForward(tokens.length, tf, ref);
     if (this.buffered >= this.runPostings) await this.spill();
-    return fwd;
   }
 
   /** Writes the buffered postings as one run file, in (product, term) order. */
@@ -150,21 +176,67 @@ export class IndexWriter {
     return Object.fromEntries(this.productIds.map((p, i) => [p, { ...this.stats[i] }]));
   }
 
-  /** Orders every term's postings by impact and writes chunks + headers through `out`. */
-  async finish(out: BatchWriter, progress: (msg: string) => void): Promise<{ terms: number; postings: number }> {
+  /**
+   * Writes every posting list into postings.dat (at `path`) and every term header through `out`.
+   * docidOf[ingestion number] is the unit's docid.
+   */
+  async finish(docidOf: Uint32Array, path: string, out: BatchWriter, progress: (msg: string) => void): Promise<{ terms: number; postings: number }> {
     await this.spill();
     this.buffer = [];
+    // unit lengths by docid, for the postings
+    const dlOf = new Uint32Array(docidOf.length);
+    for (let i = 0; i < this.docs; i++) dlOf[docidOf[i]] = this.docLen[i];
+    this.docLen = new Uint32Array(0);
+    const file = await PostingsFile.create(path);
     let terms = 0;
     let postings = 0;
-    await mergeRuns(this.runDir, async (p, id, pairs, n) => {
-      await this.writeTerm(out, p, id, pairs, n);
-      terms++;
-      postings += n;
-      if (terms % 50_000 === 0) progress(`index: ${terms} terms, ${postings} postings`);
-    });
+    try {
+      await mergeRuns(this.runDir, async (p, id, pairs, n) => {
+        this.countMatches(p, id, pairs, n);
+        const { docids, tfs, dls } = this.inDocidOrder(pairs, n, docidOf, dlOf);
+        const pid = this.productIds[p];
+        const { docs, total_len } = this.stats[p];
+        const { bytes, max } = encodePostingList(docids, tfs, dls, n, bm25Idf(docs, n), total_len / docs);
+        const at = await file.append(bytes);
+        const header: TermHeader = { df: n, blocks: Math.ceil(n / POSTING_BLOCK), at, bytes: bytes.byteLength, max };
+        await out.put(KEY.term(pid, this.terms[id]), Buffer.from(JSON.stringify(header)));
+        terms++;
+        postings += n;
+        if (terms % 50_000 === 0) progress(`index: ${terms} terms, ${postings} postings`);
+      });
+    } finally {
+      await file.close();
+    }
     for (const w of this.watched.values()) w.hits = null;
     this.work = workArrays(0);
     return { terms, postings };
+  }
+
+  /** A term's pairs (ingestion number, tf) as docids ascending, with their tf and unit length. */
+  private inDocidOrder(pairs: Uint32Array, n: number, docidOf: Uint32Array, dlOf: Uint32Array) {
+    const w = this.workFor(n);
+    const { docids, tfs, dls, keys } = w;
+    let sorted = true;
+    for (let k = 0; k < n; k++) {
+      const d = docidOf[pairs[2 * k]];
+      docids[k] = d;
+      tfs[k] = pairs[2 * k + 1];
+      if (k > 0 && d < docids[k - 1]) sorted = false;
+    }
+    if (!sorted) {
+      for (let k = 0; k < n; k++) {
+        if (tfs[k] >= TF_SPAN) throw new Error(`unit store build: a unit repeats one word ${tfs[k]} times (at most ${TF_SPAN - 1})`);
+        keys[k] = docids[k] * TF_SPAN + tfs[k];
+      }
+      const order = keys.subarray(0, n).sort();
+      for (let k = 0; k < n; k++) {
+        const d = Math.floor(order[k] / TF_SPAN);
+        docids[k] = d;
+        tfs[k] = order[k] - d * TF_SPAN;
+      }
+    }
+    for (let k = 0; k < n; k++) dls[k] = dlOf[docids[k]];
+    return w;
   }
 
   private countMatches(p: number, termId: number, pairs: Uint32Array, n: number): void {
@@ -179,61 +251,7 @@ export class IndexWriter {
 
   /** The work arrays, at least n long. */
   private workFor(n: number) {
-    if (this.work.group.length < n) this.work = workArrays(Math.max(n, this.work.group.length * 2));
+    if (this.work.docids.length < n) this.work = workArrays(Math.max(n, this.work.docids.length * 2));
     return this.work;
-  }
-
-  /** pairs: the term's n (docid, tf) pairs in docid order. */
-  private async writeTerm(out: BatchWriter, p: number, termId: number, pairs: Uint32Array, n: number): Promise<void> {
-    this.countMatches(p, termId, pairs, n);
-    const pid = this.productIds[p];
-    const { docs, total_len } = this.stats[p];
-    const avgdl = total_len / docs;
-    const idf = bm25Idf(docs, n);
-    // Group postings by impact value; runs are in docid order, so each group stays docid-ascending.
-    const impactOf = new Map<number, number>(); // (tf, dl) -> impact
-    const groupOf = new Map<number, number>(); // impact -> group index
-    const groupImpact: number[] = [];
-    const counts: number[] = [];
-    const { group: gi, docids: docs32, sorted, impacts } = this.workFor(n);
-    for (let k = 0; k < n; k++) {
-      const docid = pairs[2 * k];
-      const tf = pairs[2 * k + 1];
-      const dl = this.docLen[docid];
-      const pair = tf * 4294967296 + dl;
-      let impact = impactOf.get(pair);
-      if (impact === undefined) impactOf.set(pair, (impact = bm25Impact(idf, tf, dl, avgdl)));
-      let g = groupOf.get(impact);
-      if (g === undefined) {
-        g = groupImpact.length;
-        groupOf.set(impact, g);
-        groupImpact.push(impact);
-        counts.push(0);
-      }
-      counts[g]++;
-      gi[k] = g;
-      docs32[k] = docid;
-    }
-    const order = groupImpact.map((_, g) => g).sort((a, b) => groupImpact[b] - groupImpact[a]);
-    const start = new Array<number>(order.length);
-    let acc = 0;
-    for (const g of order) {
-      start[g] = acc;
-      acc += counts[g];
-    }
-    for (let i = 0; i < n; i++) {
-      const at = start[gi[i]]++;
-      sorted[at] = docs32[i];
-      impacts[at] = groupImpact[gi[i]];
-    }
-    const header: TermHeader = { id: termId, df: n, n: [], max: [] };
-    for (let c = 0, off = 0; off < n; c++) {
-      const len = Math.min(chunkSize(c), n - off);
-      header.n.push(len);
-      header.max.push(impacts[off]);
-      await out.put(KEY.chunk(pid, termId, c), encodeChunk(sorted.subarray(off, off + len), impacts.subarray(off, off + len)));
-      off += len;
-    }
-    await out.put(KEY.term(pid, this.terms[termId]), Buffer.from(JSON.stringify(header)));
   }
 }

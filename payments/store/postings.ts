@@ -1,0 +1,133 @@
+// A cursor over one term's posting list (layout and invariants: contract/posting-list.ts), as the
+// search loop (evaluation.ts) walks it: in docid order, decoding one block of POSTING_BLOCK
+// postings at a time, and able to look at block maxima ahead of its position without decoding
+// ("shallow" moves, as Lucene's advanceShallow), which is what lets the search skip blocks.
+import { decodeBlock, listDirectory, POSTING_BLOCK, type ListDirectory } from '../../contract/posting-list.ts';
+import { bm25Idf, type ProductIndexStats, type TermHeader } from '../../contract/store-format.ts';
+
+/** A docid past every real one (docids are below 2^31 - 1): the position of an exhausted cursor. */
+export const END = 0x7fffffff;
+
+export class PostingCursor {
+  private readonly dir: ListDirectory;
+  /** Postings in the list. */
+  readonly df: number;
+  private readonly idf: number;
+  private readonly avgdl: number;
+  /** The list's largest impact. */
+  readonly max: number;
+  /** The block shallow moves have reached: every block before it ends before the docids still wanted. */
+  block = 0;
+  /** The block whose postings are in docs/imps (-1: none yet). Invariant: decoded <= block. */
+  private decoded = -1;
+  private n = 0;
+  private pos = 0;
+  /** The current posting's docid: -1 before the first advance, END once exhausted. */
+  doc = -1;
+  private readonly docs = new Int32Array(POSTING_BLOCK);
+  private readonly imps = new Float64Array(POSTING_BLOCK);
+
+  constructor(
+    list: Uint8Array,
+    header: TermHeader,
+    stats: ProductIndexStats,
+    /** The term's position among the query's sorted terms: its place in the exact sum. */
+    readonly term: number,
+  ) {
+    this.dir = listDirectory(list, header.blocks, header.df);
+    this.df = header.df;
+    this.idf = bm25Idf(stats.docs, header.df);
+    this.avgdl = stats.total_len / stats.docs;
+    this.max = header.max;
+  }
+
+  /** The current posting's impact (valid while doc is neither -1 nor END). */
+  impact(): number {
+    return this.imps[this.pos];
+  }
+
+  /** The smallest docid block b can hold. */
+  private firstOf(b: number): number {
+    return b === 0 ? 0 : this.dir.blockLast[b - 1] + 1;
+  }
+
+  /**
+   * Moves the block pointer, without decoding, to the first block whose last docid is >= target;
+   * returns that block's last docid, or END when no block is left.
+   */
+  shallow(target: number): number {
+    const { blockLast, blocks } = this.dir;
+    let b = this.block;
+    if (b < blocks && blockLast[b] < target) {
+      // gallop, then halve: skips are long in frequent lists
+      let step = 1;
+      let hi = b + 1;
+      while (hi < blocks && blockLast[hi] < target) {
+        b = hi;
+        step *= 2;
+        hi = b + step;
+      }
+      if (hi > blocks) hi = blocks;
+      // blockLast[b] < target; the answer is in (b, hi]
+      let lo = b + 1;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (blockLast[mid] < target) lo = mid + 1;
+        else hi = mid;
+      }
+      b = lo;
+      this.block = b;
+    }
+    return b < blocks ? blockLast[b] : END;
+  }
+
+  /**
+   * The largest impact the list may have at docids in [from, to] (inclusive), from the block
+   * maxima; 0 when it has no posting there. Moves the block pointer to `from`.
+   */
+  maxIn(from: number, to: number): number {
+    if (this.doc > to) return 0; // also when exhausted
+    if (this.shallow(Math.max(from, this.doc)) === END) return 0;
+    const { blockLast, blockMax, blocks } = this.dir;
+    let b = this.block;
+    if (this.firstOf(b) > to) return 0;
+    let m = blockMax[b];
+    for (b++; b < blocks && blockLast[b - 1] < to; b++) if (blockMax[b] > m) m = blockMax[b];
+    return m;
+  }
+
+  /** The last docid of the block the pointer is in (END when exhausted): where a window may end. */
+  blockEnd(from: number): number {
+    return this.shallow(Math.max(from, this.doc));
+  }
+
+  private decode(b: number): void {
+    this.n = decodeBlock(this.dir, b, this.df, this.idf, this.avgdl, this.docs, this.imps);
+    this.decoded = b;
+    this.pos = 0;
+  }
+
+  /** Moves to the first posting with docid >= target (no move if the current one is); returns its docid or END. */
+  advance(target: number): number {
+    if (this.doc >= target) return this.doc;
+    if (this.shallow(target) === END) return (this.doc = END);
+    if (this.decoded !== this.block) this.decode(this.block);
+    const { docs } = this;
+    let p = this.pos;
+    while (docs[p] < target) p++; // stops inside the block: its last docid is >= target
+    this.pos = p;
+    return (this.doc = docs[p]);
+  }
+
+  /** Moves to the next posting; returns its docid or END. */
+  next(): number {
+    if (this.doc === -1) return this.advance(0);
+    if (++this.pos < this.n) return (this.doc = this.docs[this.pos]);
+    // the blocks before `block` hold no docid still wanted (shallow's contract)
+    const b = Math.max(this.decoded + 1, this.block);
+    if (b >= this.dir.blocks) return (this.doc = END);
+    this.block = b;
+    this.decode(b);
+    return (this.doc = this.docs[0]);
+  }
+}
