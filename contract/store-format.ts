@@ -126,8 +126,9 @@ export interface UnitStoreReader {
 //      df postings, docids strictly increasing, and block maxima that bound every impact of their
 //      block (see contract/posting-list.ts).
 //
-// The store version hashes the unit records, the licences and STORE_FORMAT, so a build in a new
-// format never reuses a directory written in an older one.
+// The store version hashes, per unit in the order the build read them, the SHA-256 of its JSON and
+// its products; then the licences and STORE_FORMAT, so a build in a new format never reuses a
+// directory written in an older one.
 // ---------------------------------------------------------------------------------------------
 
 // 3: tokenizer v2 (folded accents, compound terms), units carry a title and their publisher.

@@ -137,12 +137,14 @@ test('malformed input fails the build with file and line, and leaves the store a
   assert.equal(skipped.products['svc-health-eu']['global.ecdc'], { units: 1240, rows: 1240 });
 });
 
-test('a malformed JSON line in the paragraphs fails with its line number', async () => {
+test('a malformed JSON line in the paragraphs fails with its line number, read by the main thread or by workers', async () => {
   const src = await copyCatalogSrc();
   await appendFile(join(src, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl'), '{"celex_id": "32006D0213", "para_idx": 900, \n');
-  const err = await buildUnitStore(await catalog(src), opts(await tempDir('store-bad-json'))).then(() => null, (e: Error) => e);
-  assert.ok(err);
-  assert.match(err!.message, /data\/eurlex\/multi_eurlex_paragraphs_aligned\.jsonl:750: invalid JSON/);
+  for (const workers of [0, 2]) {
+    const err = await buildUnitStore(await catalog(src), opts(await tempDir('store-bad-json'), { workers, workerBlockBytes: 8 << 10 })).then(() => null, (e: Error) => e);
+    assert.ok(err, `workers: ${workers}`);
+    assert.match(err!.message, /data\/eurlex\/multi_eurlex_paragraphs_aligned\.jsonl:750: invalid JSON/);
+  }
 });
 
 test('docids: every unit gets the position of its reference in JavaScript string order (refs.dat, refs.idx)', async () => {
@@ -200,6 +202,27 @@ test('the store holds what format 4 says: units.idx points at each docid\'s reco
   });
   const scan = await scanStore(dir);
   assert.equal([...scan.units.map((u) => u.ref)].sort(), refs, 'every record has exactly one docid');
+});
+
+test('ingest workers give the same store as the main thread alone: records, references, counts, search', async () => {
+  // the fixture paragraphs cut into many 8 KiB blocks, handed out to two worker threads in turn
+  const parallelRoot = await tempDir('store-workers');
+  const parallel = await buildUnitStore(cat, opts(parallelRoot, { workers: 2, workerBlockBytes: 8 << 10 }));
+  assert.is(parallel.store_version, built.store_version);
+  assert.equal(parallel.products, built.products);
+  assert.equal(parallel.previews, built.previews);
+  assert.equal(parallel.examples, built.examples);
+  for (const file of ['units.dat', 'units.idx', 'refs.dat', 'refs.idx'])
+    assert.ok((await readFile(join(parallelRoot, parallel.store_version!, file))).equals(await readFile(join(root, built.store_version!, file))), `${file} is the same`);
+  const a = await openUnitStore(root);
+  const b = await openUnitStore(parallelRoot);
+  try {
+    for (const q of ['regulation application council', 'export refunds', 'milk producers Portugal', 'member states shall'])
+      for (const pid of ['svc-agriculture-eu', 'svc-finance-eu']) assert.equal(await b.rank(pid, q, 40), await a.rank(pid, q, 40), `${pid} "${q}"`);
+  } finally {
+    await a.close();
+    await b.close();
+  }
 });
 
 test('a changed input changes the store version', async () => {

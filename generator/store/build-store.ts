@@ -41,7 +41,8 @@ import { formatReport, type SourceReport } from './report.ts';
 import { compileRule, routeAct, type RouteResult, type RoutingRule } from './routing.ts';
 import { Staging } from './staging.ts';
 import { UnitFile } from './unit-file.ts';
-import { unitLicence, type BuiltUnit } from './units.ts';
+import { prepare, type PreparedUnit } from './prepared.ts';
+import { unitLicence } from './units.ts';
 
 export interface BuildStoreOptions {
   storeRoot: string;
@@ -52,6 +53,14 @@ export interface BuildStoreOptions {
   runPostings?: number;
   /** References buffered in memory before a run is spilled (tests lower it likewise). */
   runRefs?: number;
+  /**
+   * Threads that turn the lines of large JSON Lines files into units beside the main one: default
+   * one per core for files of PARALLEL_MIN_BYTES or more; 0 reads every file on the main thread;
+   * tests give a number to use them on the small fixture files too.
+   */
+  workers?: number;
+  /** Bytes of lines per block handed to a worker (tests lower it to cut a small file into many blocks). */
+  workerBlockBytes?: number;
   /** Store versions never pruned besides the new and the previous one: the one the served dist/ names (build.ts). */
   keepVersions?: string[];
 }
@@ -179,29 +188,31 @@ export async function buildUnitStore(
     };
 
     /** Stores one unit in the given products (none: counted as routed nowhere, not stored). */
-    const emit = async (rep: SourceReport, b: BuiltUnit, products: string[], file: string, where: string) => {
+    const emit = async (rep: SourceReport, u: PreparedUnit, products: string[], file: string, where: string) => {
       rep.records++;
       if (products.length === 0) {
         rep.unrouted++;
         return;
       }
-      const { ref } = b.unit;
+      const { ref } = u;
       if (await stored(ref, unitFile.count)) {
         onBad(new IngestError(file, where, `duplicate unit ${ref}`));
         rep.duplicates++;
         return;
       }
-      const id = await unitFile.append(JSON.stringify({ unit: b.unit, products }), hash);
+      const productsJson = JSON.stringify(products);
+      const id = await unitFile.append(u.json, productsJson);
+      hash.update(u.digest).update(productsJson).update('\n');
       await refOrder.add(ref, id);
-      await index.add(id, b.searchText, products);
+      await index.addTerms(id, u.termIds, u.tfs, u.termStart, u.termEnd, u.dl, products);
       rep.units++;
-      rep.rows += b.unit.rows.length;
+      rep.rows += u.rows;
       for (const pid of products) {
         const c = counts[pid][rep.source];
         c.units++;
-        c.rows += b.unit.rows.length;
+        c.rows += u.rows;
       }
-      previews.offer(products, b);
+      previews.offer(products, rep.source, u.group, u.unit);
       if (unitFile.count % 100_000 === 0) progress(`ingest: ${unitFile.count} units`);
     };
 
@@ -260,7 +271,11 @@ export async function buildUnitStore(
           listed,
           rep,
           onBad,
-          emit: (b, products, file, where) => emit(rep, b, products, file, where),
+          emit: (b, products, file, where) => emit(rep, prepare(b, index), products, file, where),
+          emitPrepared: (u, products, file, where) => emit(rep, u, products, file, where),
+          index,
+          workers: opts.workers,
+          workerBlockBytes: opts.workerBlockBytes,
           routesFor,
           routeAct: routeInline,
           staging: <T>(name: string) => new Staging<T>(staging, `s!${name}!`),

@@ -60,19 +60,12 @@ class PostingsFile {
   }
 }
 
-class Postings {
-  buf = new Uint32Array(16);
-  n = 0; // pairs
-  push(docid: number, tf: number) {
-    if (this.n * 2 + 2 > this.buf.length) {
-      const next = new Uint32Array(this.buf.length * 2);
-      next.set(this.buf);
-      this.buf = next;
-    }
-    this.buf[this.n * 2] = docid;
-    this.buf[this.n * 2 + 1] = tf;
-    this.n++;
-  }
+/** A growable Uint32Array. */
+function ensure(a: Uint32Array<ArrayBuffer>, n: number): Uint32Array<ArrayBuffer> {
+  if (a.length >= n) return a;
+  const next = new Uint32Array(Math.max(n, a.length * 2));
+  next.set(a);
+  return next;
 }
 
 export class IndexWriter {
@@ -81,16 +74,21 @@ export class IndexWriter {
   private readonly productIds: string[];
   private readonly productIndex: Map<string, number>;
   private readonly stats: ProductIndexStats[];
-  private buffer: (Postings | undefined)[][]; // per product, by termId
-  private readonly tf = new Map<number, number>();
+  /** Per product: the postings since the last spill, as (term, unit, tf) triples, in unit order. */
+  private logs: Uint32Array<ArrayBuffer>[];
+  private logLength: number[];
   private buffered = 0;
   private runs = 0;
-  private docLen = new Uint32Array(1 << 16); // by ingestion number
+  private docLen = new Uint32Array(1 << 16) as Uint32Array<ArrayBuffer>; // by ingestion number
   private docs = 0; // highest ingestion number + 1
+  /** termsOf's counts by term id (zero between calls) and its results. */
+  private tfOf = new Uint32Array(1024) as Uint32Array<ArrayBuffer>;
+  private unitTerms = new Uint32Array(256) as Uint32Array<ArrayBuffer>;
+  private unitTfs = new Uint32Array(256) as Uint32Array<ArrayBuffer>;
   /** Per product index: the words of its example query, and (during finish) the units they occur in. */
   private readonly watched = new Map<number, { query: string; terms: Set<string>; hits: Uint8Array | null; matches: number }>();
 
-  /** Work arrays of writeTerm, grown to the largest term seen. */
+  /** Work arrays of finish, grown to the largest term seen. */
   private work = workArrays(0);
 
   constructor(
@@ -102,59 +100,107 @@ export class IndexWriter {
     this.productIds = [...productIds].sort();
     this.productIndex = new Map(this.productIds.map((p, i) => [p, i]));
     this.stats = this.productIds.map(() => ({ docs: 0, total_len: 0 }));
-    this.buffer = this.productIds.map(() => []);
+    this.logs = this.productIds.map(() => new Uint32Array(3 * 1024));
+    this.logLength = this.productIds.map(() => 0);
   }
 
-  /** Indexes one unit's text (nothing when it has no searchable word) for the given products. */
-  async add(docid: number, text: string, products: string[]): Promise<void> {
+  /** The id of a term: ids are given in the order terms are first seen. */
+  termId(term: string): number {
+    let id = this.vocab.get(term);
+    if (id === undefined) {
+      id = this.terms.length;
+      this.vocab.set(term, id);
+      this.terms.push(term);
+    }
+    return id;
+  }
+
+  /**
+   * A text's distinct terms (ids, first-seen order) and their counts, and its token count (dl).
+   * The arrays are reused: valid until the next call.
+   */
+  termsOf(text: string): { ids: Uint32Array; tfs: Uint32Array; n: number; dl: number } {
     const tokens = tokenize(text);
-    if (tokens.length === 0) return;
-    const tf = this.tf; // reused: this runs once per unit
-    tf.clear();
+    let n = 0;
     for (const t of tokens) {
-      let id = this.vocab.get(t);
-      if (id === undefined) {
-        id = this.terms.length;
-        this.vocab.set(t, id);
-        this.terms.push(t);
+      const id = this.termId(t);
+      if (id >= this.tfOf.length) this.tfOf = ensure(this.tfOf, id + 1);
+      if (this.tfOf[id]++ === 0) {
+        if (n === this.unitTerms.length) this.unitTerms = ensure(this.unitTerms, n + 1);
+        this.unitTerms[n++] = id;
       }
-      tf.set(id, (tf.get(id) ?? 0) + 1);
     }
-    if (docid >= this.docLen.length) {
-      const next = new Uint32Array(Math.max(docid + 1, this.docLen.length * 2));
-      next.set(this.docLen);
-      this.docLen = next;
+    if (this.unitTfs.length < n) this.unitTfs = ensure(this.unitTfs, n);
+    for (let i = 0; i < n; i++) {
+      this.unitTfs[i] = this.tfOf[this.unitTerms[i]];
+      this.tfOf[this.unitTerms[i]] = 0;
     }
-    this.docLen[docid] = tokens.length;
-    this.docs = Math.max(this.docs, docid + 1);
+    return { ids: this.unitTerms, tfs: this.unitTfs, n, dl: tokens.length };
+  }
+
+  /**
+   * Indexes one unit (ingestion number `unit`) for the given products by its distinct terms
+   * ids[from .. to), their counts tfs[from .. to) and its token count.
+   */
+  async addTerms(unit: number, ids: Uint32Array, tfs: Uint32Array, from: number, to: number, dl: number, products: string[]): Promise<void> {
+    const n = to - from;
+    if (n === 0) return;
+    if (!(unit >= this.docs)) throw new Error(`index: unit ${unit} indexed after unit ${this.docs - 1}`); // postings stay in unit order
+    if (unit >= this.docLen.length) this.docLen = ensure(this.docLen, unit + 1);
+    this.docLen[unit] = dl;
+    this.docs = unit + 1;
     for (const pid of products) {
       const p = this.productIndex.get(pid)!;
       this.stats[p].docs++;
-      this.stats[p].total_len += tokens.length;
-      const lists = this.buffer[p];
-      for (const [id, n] of tf) {
-        let list = lists[id];
-        if (!list) lists[id] = list = new Postings();
-        list.push(docid, n);
+      this.stats[p].total_len += dl;
+      let at = this.logLength[p];
+      const log = (this.logs[p] = ensure(this.logs[p], at + 3 * n));
+      for (let i = from; i < to; i++) {
+        log[at++] = ids[i];
+        log[at++] = unit;
+        log[at++] = tfs[i];
       }
-      this.buffered += tf.size;
+      this.logLength[p] = at;
+      this.buffered += n;
     }
     if (this.buffered >= this.runPostings) await this.spill();
   }
 
-  /** Writes the buffered postings as one run file, in (product, term) order. */
+  /**
+   * Writes the buffered postings as one run file, in (product, term) order, each term's pairs in
+   * unit order: a counting sort of each product's log by term, which keeps the unit order.
+   */
   private async spill(): Promise<void> {
     if (this.buffered === 0) return;
     const w = await RunWriter.create(this.runDir, this.runs++);
-    for (let p = 0; p < this.buffer.length; p++) {
-      const lists = this.buffer[p];
-      for (let id = 0; id < lists.length; id++) {
-        const list = lists[id];
-        if (list) await w.add(p, id, list.buf, list.n);
+    const counts = new Uint32Array(this.terms.length); // per term: postings, zero between products
+    const next = new Uint32Array(this.terms.length); // per term: where its next pair goes
+    for (let p = 0; p < this.logs.length; p++) {
+      const log = this.logs[p];
+      const m = this.logLength[p] / 3;
+      if (m === 0) continue;
+      const present: number[] = [];
+      for (let i = 0; i < 3 * m; i += 3) if (counts[log[i]]++ === 0) present.push(log[i]);
+      present.sort((a, b) => a - b);
+      let acc = 0;
+      for (const t of present) {
+        next[t] = acc;
+        acc += counts[t];
       }
+      const pairs = new Uint32Array(2 * m);
+      for (let i = 0; i < 3 * m; i += 3) {
+        const at = 2 * next[log[i]]++;
+        pairs[at] = log[i + 1];
+        pairs[at + 1] = log[i + 2];
+      }
+      for (const t of present) {
+        const n = counts[t];
+        await w.add(p, t, pairs.subarray(2 * (next[t] - n)), n);
+        counts[t] = 0;
+      }
+      this.logLength[p] = 0;
     }
     await w.close();
-    this.buffer = this.productIds.map(() => []);
     this.buffered = 0;
   }
 
@@ -182,7 +228,7 @@ export class IndexWriter {
    */
   async finish(docidOf: Uint32Array, path: string, out: BatchWriter, progress: (msg: string) => void): Promise<{ terms: number; postings: number }> {
     await this.spill();
-    this.buffer = [];
+    this.logs = [];
     // unit lengths by docid, for the postings
     const dlOf = new Uint32Array(docidOf.length);
     for (let i = 0; i < this.docs; i++) dlOf[docidOf[i]] = this.docLen[i];

@@ -3,11 +3,11 @@
 // plain sequential writes: no database, no write-ahead log, no compaction, each byte written once.
 // Their places are kept in memory by ingestion number (12 bytes a unit); once every reference is
 // known, finish() writes units.idx in docid order (D2).
-import type { Hash } from 'node:crypto';
 import { open, type FileHandle } from 'node:fs/promises';
 import { UNIT_ENTRY } from '../../contract/store-format.ts';
 
 const BUFFER = 8 << 20;
+const HEAD = '{"unit":';
 
 export class UnitFile {
   private readonly buf = Buffer.allocUnsafe(BUFFER);
@@ -25,32 +25,35 @@ export class UnitFile {
   }
 
   /**
-   * Appends one record (StoredUnit JSON) given as a string, and its UTF-8 bytes and a newline to
-   * `hash` (the store version); returns its ingestion number.
+   * Appends the record of one unit: {"unit":<unitJson>,"products":<productsJson>} (the bytes of
+   * JSON.stringify({ unit, products }) when the parts are JSON.stringify of unit and products).
+   * Returns the record's ingestion number.
    */
-  async append(json: string, hash: Hash): Promise<number> {
+  async append(unitJson: string | Uint8Array, productsJson: string): Promise<number> {
+    const tail = `,"products":${productsJson}}`;
     // a UTF-8 string is at most 3 bytes per UTF-16 code unit
-    if (this.used + 4 + json.length * 3 > BUFFER) await this.flush();
-    let length: number;
-    if (4 + json.length * 3 <= BUFFER) {
-      length = this.buf.write(json, this.used + 4, 'utf8');
-      this.buf.writeUInt32LE(length, this.used);
-      hash.update(this.buf.subarray(this.used + 4, this.used + 4 + length));
-      this.used += 4 + length;
-    } else {
-      const bytes = Buffer.from(json, 'utf8');
-      length = bytes.length;
-      const head = Buffer.allocUnsafe(4);
-      head.writeUInt32LE(length, 0);
-      hash.update(bytes);
-      await this.fh.write(head);
-      await this.fh.write(bytes);
-      this.written += 4 + length;
+    const most = HEAD.length + (typeof unitJson === 'string' ? unitJson.length * 3 : unitJson.byteLength) + tail.length * 3;
+    if (this.used + 4 + most > BUFFER) await this.flush();
+    const buf = most + 4 <= BUFFER ? this.buf : Buffer.allocUnsafe(most + 4);
+    const start = buf === this.buf ? this.used : 0;
+    let at = start + 4;
+    at += buf.write(HEAD, at, 'latin1');
+    if (typeof unitJson === 'string') at += buf.write(unitJson, at, 'utf8');
+    else {
+      buf.set(unitJson, at);
+      at += unitJson.byteLength;
     }
-    hash.update('\n');
+    at += buf.write(tail, at, 'utf8');
+    const length = at - start - 4;
+    buf.writeUInt32LE(length, start);
+    if (buf === this.buf) this.used = at;
+    else {
+      await this.fh.write(buf, 0, at);
+      this.written += at;
+    }
     const n = this.count++;
     if (n === this.offsets.length) this.grow();
-    this.offsets[n] = this.written + this.used - length;
+    this.offsets[n] = this.written + (buf === this.buf ? this.used : 0) - length;
     this.lengths[n] = length;
     return n;
   }
