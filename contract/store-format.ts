@@ -110,6 +110,8 @@ export interface UnitStoreReader {
 //                 of the record's JSON in units.dat (the length prefix not included)
 //   refs.dat      every unit reference in docid order, each a u16 byte length then UTF-8
 //   refs.idx      RefIndex (JSON): where each block of REF_BLOCK references starts, and its first one
+//   lengths.dat   per docid, a u32: the token count of the unit's searchable text (0: none), the
+//                 dl of BM25, the same in every product
 //   postings.dat  every posting list of every product's index (contract/posting-list.ts), each
 //                 starting at a multiple of 8 bytes
 // Integers are little-endian.
@@ -124,7 +126,8 @@ export interface UnitStoreReader {
 //      its ProductIndexStats count them (docs) and add up their token counts (total_len).
 //   D4 A term's posting list holds one posting per unit of the product containing the term:
 //      df postings, docids strictly increasing, and block maxima that bound every impact of their
-//      block (see contract/posting-list.ts).
+//      block (see contract/posting-list.ts), computed with lengths.dat.
+//   D5 lengths.dat holds doc_count entries; a unit with a posting has a length >= its tf.
 //
 // The store version hashes, per unit in the order the build read them, the SHA-256 of its JSON and
 // its products; then the licences and STORE_FORMAT, so a build in a new format never reuses a
@@ -150,6 +153,7 @@ export const STORE_FILES = {
   unitIndex: 'units.idx',
   refs: 'refs.dat',
   refIndex: 'refs.idx',
+  lengths: 'lengths.dat',
   postings: 'postings.dat',
 } as const;
 
@@ -255,8 +259,14 @@ const MAX_TOKEN = 64;
 const keep = (t: string) => t.length >= 2 && t.length <= MAX_TOKEN && !STOP_WORDS.has(t);
 
 export function tokenize(text: string): string[] {
+  // eslint-disable-next-line no-control-regex
+  return /[^\u0000-\u007f]/.test(text) ? tokenizeUnicode(foldText(text)) : tokenizeAscii(text.toLowerCase());
+}
+
+/** The tokenizer on folded text, by its regular expressions (the definition: see above). */
+export function tokenizeUnicode(folded: string): string[] {
   const out: string[] = [];
-  for (const m of foldText(text).matchAll(TERM)) {
+  for (const m of folded.matchAll(TERM)) {
     const t = m[0];
     if (!JOINER.test(t)) {
       if (keep(t)) out.push(t);
@@ -264,6 +274,53 @@ export function tokenize(text: string): string[] {
     }
     for (const p of t.matchAll(PART)) if (keep(p[0])) out.push(p[0]);
     if (t.length <= MAX_TOKEN) out.push(t); // the compound itself: always two parts or more, never a stop word
+  }
+  return out;
+}
+
+const isAlnum = (c: number) => (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39);
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
+
+/**
+ * The same tokens as tokenizeUnicode for lower-case ASCII text, by a scan instead of regular
+ * expressions (a unit's text is cut once per build and most are ASCII English): letters and
+ * digits are [a-z0-9]; a run joins the next one across "-", or across "." or "," between digits.
+ */
+export function tokenizeAscii(text: string): string[] {
+  const out: string[] = [];
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    while (i < n && !isAlnum(text.charCodeAt(i))) i++;
+    if (i >= n) break;
+    const start = i;
+    let runs = 0;
+    let runStart = i;
+    // runs of the compound, pushed as parts only once it is known to be one
+    let parts: number[] | null = null;
+    for (;;) {
+      while (i < n && isAlnum(text.charCodeAt(i))) i++;
+      runs++;
+      const c = text.charCodeAt(i);
+      const joins = i + 1 < n && isAlnum(text.charCodeAt(i + 1)) && (c === 0x2d || ((c === 0x2e || c === 0x2c) && isDigit(text.charCodeAt(i - 1)) && isDigit(text.charCodeAt(i + 1))));
+      if (!joins) {
+        if (runs > 1) (parts ??= []).push(runStart, i);
+        break;
+      }
+      (parts ??= []).push(runStart, i);
+      i++;
+      runStart = i;
+    }
+    if (runs === 1) {
+      const t = text.slice(start, i);
+      if (keep(t)) out.push(t);
+      continue;
+    }
+    for (let k = 0; k < parts!.length; k += 2) {
+      const p = text.slice(parts![k], parts![k + 1]);
+      if (keep(p)) out.push(p);
+    }
+    if (i - start <= MAX_TOKEN) out.push(text.slice(start, i));
   }
   return out;
 }

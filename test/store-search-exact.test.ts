@@ -9,6 +9,7 @@ import { encodePostingList, POSTING_BLOCK } from '../contract/posting-list.ts';
 import { bm25Idf, type ProductIndexStats, type TermHeader } from '../contract/store-format.ts';
 import { topK } from '../payments/store/evaluation.ts';
 import { PostingCursor } from '../payments/store/postings.ts';
+import { upperBound } from '../payments/store/scoring.ts';
 
 /** Seeded, so a failure repeats. */
 function rng(seed: number) {
@@ -50,6 +51,7 @@ RARE.forEach((t, i) => {
 });
 
 const stats: ProductIndexStats = { docs: N, total_len: units.reduce((s, u) => s + u.dl, 0) };
+const lengths = Uint32Array.from(units, (u) => u.dl); // lengths.dat
 const avgdl = stats.total_len / stats.docs;
 
 // the index: one posting list per term, encoded as the build does
@@ -95,7 +97,7 @@ function bruteForce(terms: string[], k: number): { docid: number; score: number 
 /** The search as the store runs it: one cursor per indexed query term, in sorted term order. */
 function search(terms: string[], k: number) {
   const present = [...new Set(terms)].sort().filter((t) => lists.has(t));
-  return topK(present.map((t, i) => new PostingCursor(lists.get(t)!.list, lists.get(t)!.header, stats, i)), k);
+  return topK(present.map((t, i) => new PostingCursor(lists.get(t)!.list, lists.get(t)!.header, stats, lengths, i)), k);
 }
 
 const LIMITS = [1, 2, 3, 5, 10, 17, 50, 100];
@@ -134,6 +136,24 @@ test('a limit past the matches returns every match, in order', () => {
   assert.ok(all.length > 100 && all.length < N);
   assert.equal(search(['m0', 'r1'], N), all);
   assert.equal(search(['absent'], 10), []);
+});
+
+test('a bound added in another order than the exact score still bounds it (rounding)', () => {
+  // Exact scores add impacts in sorted term order, bounds add maxima in another; without the
+  // allowance for rounding, some of these sums would come out a few ulps below the exact one.
+  const q = rng(99);
+  let reordered = 0;
+  for (let i = 0; i < 200_000; i++) {
+    const n = 2 + Math.floor(q() * 5);
+    const xs = Array.from({ length: n }, () => q() * 10 ** Math.floor(q() * 4 - 2));
+    const exact = xs.reduce((s, x) => s + x, 0);
+    const other = [...xs].reverse().reduce((s, x) => s + x, 0);
+    if (other < exact) reordered++;
+    assert.ok(exact <= upperBound(other, n), `${xs} ${exact} ${other}`);
+  }
+  assert.ok(reordered > 1000, 'the orders do round differently');
+  // one impact is its own bound: a unit tied with the threshold is skipped
+  for (const x of [0.1, 1 / 3, 2.718281828459045]) assert.is(upperBound(x, 1), x);
 });
 
 test.run();

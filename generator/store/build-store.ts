@@ -172,6 +172,7 @@ export async function buildUnitStore(
     const hash = createHash('sha256');
     const refs = new RefHashSet();
     const collided = new Set<string>(); // references whose hash pair an earlier, different reference has
+    const productJson = new WeakMap<string[], string>(); // product lists are shared by the units of an act
     const counts: Record<string, Record<string, { rows: number; units: number }>> = {};
     for (const p of cat.products) counts[p.product_id] = Object.fromEntries(p.sources.map((s) => [s.source, { rows: 0, units: 0 }]));
     const reports = new Map<string, SourceReport>();
@@ -200,9 +201,10 @@ export async function buildUnitStore(
         rep.duplicates++;
         return;
       }
-      const productsJson = JSON.stringify(products);
+      let productsJson = productJson.get(products);
+      if (productsJson === undefined) productJson.set(products, (productsJson = JSON.stringify(products)));
       const id = await unitFile.append(u.json, productsJson);
-      hash.update(u.digest).update(productsJson).update('\n');
+      hash.update(u.digest).update(`${productsJson}\n`);
       await refOrder.add(ref, id);
       await index.addTerms(id, u.termIds, u.tfs, u.termStart, u.termEnd, u.dl, products);
       rep.units++;
@@ -289,7 +291,7 @@ export async function buildUnitStore(
     await unitFile.finish(join(storeDir, STORE_FILES.unitIndex), docidOf);
     units = null;
     progress('building the search index');
-    const idx = await index.finish(docidOf, join(storeDir, STORE_FILES.postings), out, progress);
+    const idx = await index.finish(docidOf, { lengths: join(storeDir, STORE_FILES.lengths), postings: join(storeDir, STORE_FILES.postings) }, out, progress);
     progress(`index: ${idx.terms} terms, ${idx.postings} postings`);
 
     hash.update(JSON.stringify(Object.entries(licences).sort()));

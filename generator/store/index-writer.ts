@@ -7,7 +7,7 @@
 // differs from ingestion order, and appends the term's posting list (contract/posting-list.ts) to
 // postings.dat with its header in the LevelDB. The per-term work arrays are kept from one term to
 // the next: the largest term sets the memory, not the sum of them.
-import { open, type FileHandle } from 'node:fs/promises';
+import { open, writeFile, type FileHandle } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import { encodePostingList, POSTING_BLOCK } from '../../contract/posting-list.ts';
 import { KEY, bm25Idf, tokenize, type ProductIndexStats, type TermHeader } from '../../contract/store-format.ts';
@@ -223,17 +223,18 @@ export class IndexWriter {
   }
 
   /**
-   * Writes every posting list into postings.dat (at `path`) and every term header through `out`.
-   * docidOf[ingestion number] is the unit's docid.
+   * Writes the unit lengths by docid into lengths.dat, every posting list into postings.dat and
+   * every term header through `out`. docidOf[ingestion number] is the unit's docid.
    */
-  async finish(docidOf: Uint32Array, path: string, out: BatchWriter, progress: (msg: string) => void): Promise<{ terms: number; postings: number }> {
+  async finish(docidOf: Uint32Array, paths: { lengths: string; postings: string }, out: BatchWriter, progress: (msg: string) => void): Promise<{ terms: number; postings: number }> {
     await this.spill();
     this.logs = [];
-    // unit lengths by docid, for the postings
+    // unit lengths by docid (D5)
     const dlOf = new Uint32Array(docidOf.length);
     for (let i = 0; i < this.docs; i++) dlOf[docidOf[i]] = this.docLen[i];
     this.docLen = new Uint32Array(0);
-    const file = await PostingsFile.create(path);
+    await writeFile(paths.lengths, dlOf, { flag: 'wx' });
+    const file = await PostingsFile.create(paths.postings);
     let terms = 0;
     let postings = 0;
     try {

@@ -87,11 +87,10 @@ export async function ingestSpec(x: IngestContext): Promise<void> {
       rep.noActSample ??= celex;
       return [];
     }
-    const products = route.products.filter((p) => x.listed.includes(p));
     let a = rep.acts.get(celex);
-    if (!a) rep.acts.set(celex, (a = { products, units: 0 }));
+    if (!a) rep.acts.set(celex, (a = { products: route.products.filter((p) => x.listed.includes(p)), units: 0 }));
     a.units++;
-    return products;
+    return a.products; // the same array for every unit of the act
   };
   const records = async (gen: AsyncIterable<SourceRecord>) => {
     for await (const r of gen) await x.emit(recordUnit(src, r), x.listed, r.file, r.where);

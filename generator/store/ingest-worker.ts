@@ -1,8 +1,9 @@
 // A worker thread of the store build (parallel-lines.ts): turns blocks of lines of an aligned
-// paragraphs file into prepared units (prepared.ts): each line checked exactly as the sequential
-// reader checks it (alignedParagraphOf), its unit built, serialised and its searchable text cut
-// into terms. Term ids are the worker's own; each answer lists the terms it saw first, in id
-// order, so the main thread can map them to the index's ids.
+// paragraphs file into prepared units (prepared.ts): a line in the plain form straight from its
+// bytes (paragraph-bytes.ts), any other checked exactly as the sequential reader checks it
+// (alignedParagraphOf), its unit built and serialised; then its JSON hashed and its searchable
+// text cut into terms. Term ids are the worker's own; each answer lists the terms it saw first, in
+// id order, so the main thread can map them to the index's ids.
 import { hash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { tokenize } from '../../contract/store-format.ts';
@@ -10,6 +11,7 @@ import { alignedParagraphOf } from '../ingest/aligned-paragraphs.ts';
 import { decodeLine } from '../ingest/lines.ts';
 import type { Source } from '../model.ts';
 import type { BlockAnswer, LineJob } from './parallel-lines.ts';
+import { ByteSink, paragraphBytes } from './paragraph-bytes.ts';
 import { alignedRowUnit, paragraphUnit } from './units.ts';
 
 const job = workerData as LineJob;
@@ -41,67 +43,48 @@ class U32 {
   }
 }
 
-function answer(block: Buffer, last: boolean): { answer: BlockAnswer; transfer: ArrayBuffer[] } {
-  let json = Buffer.allocUnsafeSlow(Math.max(1 << 16, block.length * 2));
-  let used = 0;
-  const a: BlockAnswer = { lines: 0, items: 0, line: [], reason: [], ref: [], celex: [], json: new Uint8Array(0), jsonEnd: new Uint32Array(0), digests: new Uint8Array(0), rows: new Uint32Array(0), dl: new Uint32Array(0), termEnd: new Uint32Array(0), terms: new Uint32Array(0), tfs: new Uint32Array(0), newTerms: [] };
-  const jsonEnd = new U32();
-  let digests = new Uint8Array(32 * 1024);
-  const digest = (d: Uint8Array | null) => {
-    if (32 * a.items > digests.length) {
-      const next = new Uint8Array(digests.length * 2);
-      next.set(digests);
-      digests = next;
+/** A growable byte array of 32-byte digests. */
+class Bytes {
+  a = new Uint8Array(32 * 1024);
+  n = 0;
+  push(d: Uint8Array): void {
+    if (this.n + d.length > this.a.length) {
+      const next = new Uint8Array(this.a.length * 2);
+      next.set(this.a);
+      this.a = next;
     }
-    if (d) digests.set(d, 32 * (a.items - 1));
-  };
+    this.a.set(d, this.n);
+    this.n += d.length;
+  }
+  done(): Uint8Array {
+    return this.a.slice(0, this.n);
+  }
+}
+
+const ZERO = new Uint8Array(32);
+
+function answer(block: Buffer, last: boolean, sink: ArrayBuffer | null): { answer: BlockAnswer; transfer: ArrayBuffer[] } {
+  const json = new ByteSink(Math.max(1 << 16, block.length + (block.length >> 2)), sink);
+  const a: BlockAnswer = { spare: null, lines: 0, items: 0, line: [], reason: [], ref: [], celex: [], json: new Uint8Array(0), jsonEnd: new Uint32Array(0), digests: new Uint8Array(0), rows: new Uint32Array(0), dl: new Uint32Array(0), termEnd: new Uint32Array(0), terms: new Uint32Array(0), tfs: new Uint32Array(0), newTerms: [] };
+  const jsonEnd = new U32();
+  const digests = new Bytes();
   const rows = new U32();
   const dl = new U32();
   const termEnd = new U32();
   const terms = new U32();
   const tfs = new U32();
-  const item = (line: number, reason: string | null) => {
+  /** One item: a unit (its JSON just written to `json`) or a bad line. */
+  const item = (line: number, reason: string | null, ref: string, celex: string, rowCount: number, text: string) => {
     a.line.push(line);
     a.reason.push(reason);
+    a.ref.push(ref);
+    a.celex.push(celex);
     a.items++;
-  };
-  for (let start = 0; start < block.length; ) {
-    let nl = block.indexOf(10, start);
-    if (nl === -1) {
-      if (!last) throw new Error('ingest worker: a block must end with a newline');
-      nl = block.length;
-    }
-    const l = decodeLine(block, start, nl, ++a.lines);
-    start = nl + 1;
-    const p = alignedParagraphOf(l, job.displayName);
-    if (p === null) continue;
-    if (!p.ok) {
-      item(l.line, p.reason);
-      digest(null);
-      a.ref.push('');
-      a.celex.push('');
-      jsonEnd.push(used);
-      rows.push(0);
-      dl.push(0);
-      termEnd.push(terms.n);
-      continue;
-    }
-    const b = make(src, p.value);
-    item(l.line, null);
-    a.ref.push(b.unit.ref);
-    a.celex.push(p.value.celex);
-    const s = JSON.stringify(b.unit);
-    if (used + s.length * 3 > json.length) {
-      const next = Buffer.allocUnsafeSlow(Math.max(json.length * 2, used + s.length * 3));
-      json.copy(next, 0, 0, used);
-      json = next;
-    }
-    const from = used;
-    used += json.write(s, used, 'utf8');
-    jsonEnd.push(used);
-    digest(hash('sha256', json.subarray(from, used), 'buffer'));
-    rows.push(b.unit.rows.length);
-    const tokens = tokenize(b.searchText);
+    const from = jsonEnd.n ? jsonEnd.a[jsonEnd.n - 1] : 0;
+    jsonEnd.push(json.used);
+    digests.push(reason === null ? hash('sha256', json.buf.subarray(from, json.used), 'buffer') : ZERO);
+    rows.push(rowCount);
+    const tokens = reason === null ? tokenize(text) : [];
     dl.push(tokens.length);
     const first = terms.n;
     for (const t of tokens) {
@@ -119,19 +102,49 @@ function answer(block: Buffer, last: boolean): { answer: BlockAnswer; transfer: 
       tfOf[terms.a[i]] = 0;
     }
     termEnd.push(terms.n);
+  };
+  for (let start = 0; start < block.length; ) {
+    let nl = block.indexOf(10, start);
+    if (nl === -1) {
+      if (!last) throw new Error('ingest worker: a block must end with a newline');
+      nl = block.length;
+    }
+    const line = ++a.lines;
+    const end = nl > start && block[nl - 1] === 13 ? nl - 1 : nl; // tolerate CRLF, as decodeLine does
+    const bytes = block.subarray(start, end);
+    start = nl + 1;
+    // the plain form straight from the bytes; anything else the ordinary way
+    const fast = job.adapter === 'aligned-paragraphs' ? paragraphBytes(bytes, src, json) : null;
+    if (fast) {
+      item(line, null, fast.ref, fast.celex, fast.rows, fast.pivotText);
+      continue;
+    }
+    const p = alignedParagraphOf(decodeLine(bytes, 0, bytes.length, line), job.displayName);
+    if (p === null) continue;
+    if (!p.ok) {
+      item(line, p.reason, '', '', 0, '');
+      continue;
+    }
+    const b = make(src, p.value);
+    const s = JSON.stringify(b.unit);
+    json.reserve(s.length * 3);
+    json.used += json.buf.write(s, json.used, 'utf8');
+    item(line, null, b.unit.ref, p.value.celex, b.unit.rows.length, b.searchText);
   }
-  a.json = new Uint8Array(json.buffer, 0, used);
-  a.digests = digests.slice(0, 32 * a.items);
+  a.json = new Uint8Array(json.buf.buffer, json.buf.byteOffset, json.used);
   a.jsonEnd = jsonEnd.done();
+  a.digests = digests.done();
   a.rows = rows.done();
   a.dl = dl.done();
   a.termEnd = termEnd.done();
   a.terms = terms.done();
   a.tfs = tfs.done();
-  return { answer: a, transfer: [json.buffer as ArrayBuffer, a.digests.buffer as ArrayBuffer, a.jsonEnd.buffer as ArrayBuffer, a.rows.buffer as ArrayBuffer, a.dl.buffer as ArrayBuffer, a.termEnd.buffer as ArrayBuffer, a.terms.buffer as ArrayBuffer, a.tfs.buffer as ArrayBuffer] };
+  return { answer: a, transfer: [json.buf.buffer as ArrayBuffer, a.digests.buffer as ArrayBuffer, a.jsonEnd.buffer as ArrayBuffer, a.rows.buffer as ArrayBuffer, a.dl.buffer as ArrayBuffer, a.termEnd.buffer as ArrayBuffer, a.terms.buffer as ArrayBuffer, a.tfs.buffer as ArrayBuffer] };
 }
 
-parentPort!.on('message', (m: { block: Uint8Array; last: boolean }) => {
-  const { answer: a, transfer } = answer(Buffer.from(m.block.buffer, m.block.byteOffset, m.block.byteLength), m.last);
-  parentPort!.postMessage(a, transfer);
+parentPort!.on('message', (m: { block: Uint8Array; last: boolean; sink: ArrayBuffer | null }) => {
+  const { answer: a, transfer } = answer(Buffer.from(m.block.buffer, m.block.byteOffset, m.block.byteLength), m.last, m.sink);
+  // the block's buffer goes back too, to be read into again
+  a.spare = m.block.buffer as ArrayBuffer;
+  parentPort!.postMessage(a, [...transfer, a.spare]);
 });

@@ -1,6 +1,7 @@
 // The unit records of a store being built (units.dat and units.idx, contract/store-format.ts).
-// Records are appended in the order the build reads them, through one large buffer written with
-// plain sequential writes: no database, no write-ahead log, no compaction, each byte written once.
+// Records are appended in the order the build reads them, through two large buffers (one filled
+// while the other is written) with plain sequential writes: no database, no write-ahead log, no
+// compaction, each byte written once.
 // Their places are kept in memory by ingestion number (12 bytes a unit); once every reference is
 // known, finish() writes units.idx in docid order (D2).
 import { open, type FileHandle } from 'node:fs/promises';
@@ -10,9 +11,14 @@ const BUFFER = 8 << 20;
 const HEAD = '{"unit":';
 
 export class UnitFile {
-  private readonly buf = Buffer.allocUnsafe(BUFFER);
+  /** Two buffers: one is filled while the other is being written. */
+  private readonly bufs = [Buffer.allocUnsafe(BUFFER), Buffer.allocUnsafe(BUFFER)];
+  private buf = this.bufs[0];
   private used = 0;
-  private written = 0; // bytes of units.dat on disk
+  /** Bytes of units.dat whose writes have been started: `buf` starts at this offset of the file. */
+  private issued = 0;
+  /** The write in progress: of which buffer, and where in the file. */
+  private inflight: { done: Promise<void>; buf: Buffer; start: number } | null = null;
   private offsets = new Float64Array(1 << 16); // by ingestion number: where the record's JSON starts
   private lengths = new Uint32Array(1 << 16);
   /** Records appended: their ingestion numbers are 0 .. count-1. */
@@ -32,10 +38,12 @@ export class UnitFile {
   async append(unitJson: string | Uint8Array, productsJson: string): Promise<number> {
     const tail = `,"products":${productsJson}}`;
     // a UTF-8 string is at most 3 bytes per UTF-16 code unit
-    const most = HEAD.length + (typeof unitJson === 'string' ? unitJson.length * 3 : unitJson.byteLength) + tail.length * 3;
-    if (this.used + 4 + most > BUFFER) await this.flush();
-    const buf = most + 4 <= BUFFER ? this.buf : Buffer.allocUnsafe(most + 4);
-    const start = buf === this.buf ? this.used : 0;
+    const most = 4 + HEAD.length + (typeof unitJson === 'string' ? unitJson.length * 3 : unitJson.byteLength) + tail.length * 3;
+    if (this.used + most > BUFFER) await this.flush();
+    const big = most > BUFFER;
+    if (big) await this.settle(); // written on its own, right here
+    const buf = big ? Buffer.allocUnsafe(most) : this.buf;
+    const start = big ? 0 : this.used;
     let at = start + 4;
     at += buf.write(HEAD, at, 'latin1');
     if (typeof unitJson === 'string') at += buf.write(unitJson, at, 'utf8');
@@ -46,15 +54,14 @@ export class UnitFile {
     at += buf.write(tail, at, 'utf8');
     const length = at - start - 4;
     buf.writeUInt32LE(length, start);
-    if (buf === this.buf) this.used = at;
-    else {
-      await this.fh.write(buf, 0, at);
-      this.written += at;
-    }
     const n = this.count++;
     if (n === this.offsets.length) this.grow();
-    this.offsets[n] = this.written + (buf === this.buf ? this.used : 0) - length;
+    this.offsets[n] = this.issued + start + 4;
     this.lengths[n] = length;
+    if (big) {
+      await this.writeAt(buf, at, this.issued);
+      this.issued += at;
+    } else this.used = at;
     return n;
   }
 
@@ -67,11 +74,26 @@ export class UnitFile {
     this.lengths = lengths;
   }
 
+  private async writeAt(buf: Buffer, length: number, position: number): Promise<void> {
+    for (let done = 0; done < length; ) done += (await this.fh.write(buf, done, length - done, position + done)).bytesWritten;
+  }
+
+  /** Starts writing the buffer filled so far and switches to the other one (once its own write is done). */
   private async flush(): Promise<void> {
+    await this.settle();
     if (this.used === 0) return;
-    await this.fh.write(this.buf, 0, this.used);
-    this.written += this.used;
+    const buf = this.buf;
+    this.inflight = { done: this.writeAt(buf, this.used, this.issued), buf, start: this.issued };
+    this.issued += this.used;
+    this.buf = this.bufs[buf === this.bufs[0] ? 1 : 0];
     this.used = 0;
+  }
+
+  /** Waits for the write in progress. */
+  private async settle(): Promise<void> {
+    if (!this.inflight) return;
+    await this.inflight.done;
+    this.inflight = null;
   }
 
   /** The JSON of record n as appended (the duplicate check reads an earlier unit's reference back). */
@@ -79,7 +101,10 @@ export class UnitFile {
     if (!(n >= 0 && n < this.count)) throw new Error(`unit file: no record ${n}`);
     const at = this.offsets[n];
     const len = this.lengths[n];
-    if (at >= this.written) return this.buf.toString('utf8', at - this.written, at - this.written + len);
+    if (at >= this.issued) return this.buf.toString('utf8', at - this.issued, at - this.issued + len);
+    const w = this.inflight;
+    if (w && at >= w.start) return w.buf.toString('utf8', at - w.start, at - w.start + len);
+    // written before the write in progress started, and that one waited for it
     const out = Buffer.allocUnsafe(len);
     await this.fh.read(out, 0, len, at);
     return out.toString('utf8');
@@ -91,6 +116,7 @@ export class UnitFile {
    */
   async finish(indexPath: string, docidOf: Uint32Array): Promise<void> {
     await this.flush();
+    await this.settle();
     await this.fh.close();
     const n = this.count;
     if (docidOf.length !== n) throw new Error(`unit file: ${docidOf.length} docids for ${n} records`);
@@ -115,6 +141,7 @@ export class UnitFile {
   }
 
   async abort(): Promise<void> {
+    await this.inflight?.done.catch(() => {});
     await this.fh.close().catch(() => {});
   }
 }

@@ -11,13 +11,13 @@
 // unit dropped as soon as its partial score plus what the remaining terms can add cannot beat the
 // threshold. What survives is scored exactly and offered to the top k.
 //
-// Exactness: nothing is skipped unless a bound proves it cannot enter (with a slack for rounding,
-// scoring.ts); every unit offered is scored from all the terms it contains, summed in the query's
+// Exactness: nothing is skipped unless a bound proves it cannot enter (allowing for rounding,
+// scoring.ts upperBound); every unit offered is scored from all the terms it contains, summed in the query's
 // sorted term order (contract/store-format.ts bm25Impact), so scores equal a brute-force BM25 bit
 // for bit, and ties rank by docid, i.e. by reference (units are offered in docid order: TopK).
 import { POSTING_BLOCK } from '../../contract/posting-list.ts';
 import { END, type PostingCursor } from './postings.ts';
-import { cutOf, TopK, type Hit } from './scoring.ts';
+import { TopK, upperBound, type Hit } from './scoring.ts';
 
 /** At most this many distinct query terms are used (the first in sorted order): one bit each in an int. */
 export const MAX_TERMS = 31;
@@ -53,6 +53,12 @@ export function topK(cursors: PostingCursor[], k: number): Hit[] {
   return top.sorted();
 }
 
+function bitCount(m: number): number {
+  let c = 0;
+  for (; m; m &= m - 1) c++;
+  return c;
+}
+
 class Search {
   private readonly T: number;
   /** The cursors by window maximum, ascending: order[0 .. firstEssential) are non-essential. */
@@ -60,8 +66,9 @@ class Search {
   private firstEssential = 0;
   /** Per term (by `term`): its largest impact in the current window. */
   private readonly windowMax: Float64Array;
-  /** sums[i]: the window maxima of order[0 .. i] added up. */
+  /** sums[i]: the window maxima of order[0 .. i] added up; nonzero[i]: how many of them are not 0. */
   private readonly sums: Float64Array;
+  private readonly nonzero: Int32Array;
   // Lucene's heuristic against windows too short to pay for their bounds: stretch them while they
   // gather fewer than 32 units per term on average.
   private minWindow = 1;
@@ -76,6 +83,7 @@ class Search {
     this.order = [...cursors];
     this.windowMax = new Float64Array(this.T);
     this.sums = new Float64Array(this.T);
+    this.nonzero = new Int32Array(this.T);
   }
 
   run(): void {
@@ -126,13 +134,16 @@ class Search {
       for (; j > 0 && (windowMax[order[j - 1].term] > m || (windowMax[order[j - 1].term] === m && order[j - 1].term > c.term)); j--) order[j] = order[j - 1];
       order[j] = c;
     }
-    const cut = cutOf(this.top.threshold());
+    const threshold = this.top.threshold();
     let sum = 0;
+    let nonzero = 0;
     let i = 0;
     for (; i < T; i++) {
-      const next = sum + windowMax[order[i].term];
-      if (next > cut) break;
-      sums[i] = sum = next;
+      const m = windowMax[order[i].term];
+      const n = nonzero + (m > 0 ? 1 : 0);
+      if (upperBound(sum + m, n) > threshold) break;
+      sums[i] = sum += m;
+      this.nonzero[i] = nonzero = n;
     }
     this.firstEssential = i;
     return i < T;
@@ -182,18 +193,19 @@ class Search {
 
     // The non-essential terms, largest window maximum first: a unit stays only while its partial
     // score plus what the terms not yet checked can add may beat the threshold.
-    let cut = cutOf(top.threshold());
+    const threshold = top.threshold();
     for (let i = 0; i < n; i++) live[i] = i;
     let m = n;
     for (let i = firstEssential - 1; i >= 0 && m > 0; i--) {
       const c = order[i];
       const bound = this.sums[i];
+      const more = this.nonzero[i];
       const t = c.term;
       const bit = 1 << t;
       let kept = 0;
       for (let j = 0; j < m; j++) {
         const x = live[j];
-        if (bufScore[x] + bound <= cut) continue;
+        if (upperBound(bufScore[x] + bound, bitCount(bufMask[x]) + more) <= threshold) continue;
         const d = bufDoc[x];
         if (c.advance(d) === d) {
           const imp = c.impact();
@@ -209,13 +221,10 @@ class Search {
     // Exact scores, in term order, for what may still enter.
     for (let j = 0; j < m; j++) {
       const x = live[j];
-      if (bufScore[x] <= cut) continue;
       const mask = bufMask[x];
       let score = 0;
       for (let t = 0, row = x * T; t < T; t++) if ((mask >>> t) & 1) score += bufImp[row + t];
-      const before = top.threshold();
-      top.offer(score, bufDoc[x]);
-      if (top.threshold() !== before) cut = cutOf(top.threshold());
+      if (score > top.threshold()) top.offer(score, bufDoc[x]);
     }
   }
 }

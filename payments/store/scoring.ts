@@ -3,16 +3,17 @@
 // contract/store-format.ts), and the slack that keeps pruning by bounds safe from rounding.
 
 /**
- * Bounds are sums of block maxima taken in another order than the exact sum (which adds in the
- * query's sorted term order), so they may round a few ulps below the exact sum of the same
- * numbers. A unit is dropped only when its bound is below the threshold by more than this
- * fraction of it (the rounding of 31 terms is below 1e-14).
+ * An upper bound of any exact score made of impacts no larger than `n` numbers whose
+ * floating-point sum, added in any order, is `sum`. Exact scores add their impacts in the query's
+ * sorted term order and bounds add block maxima in another order: each sum of n positive numbers
+ * is within a relative (n - 1) * 2^-53 of the real sum, so `sum` is inflated by more than twice
+ * that (as Lucene's MathUtil.sumUpperBound does). One number is exact: an exact score made of one
+ * impact is that impact, and it is below a block maximum or equal to it. That case matters: the
+ * impacts of a frequent word are nearly all equal, and the units tied at the threshold can be
+ * skipped only when the bound is exact.
  */
-const SLACK = 1e-9;
-
-/** The largest bound that proves a unit cannot enter a top list whose threshold is `threshold`. */
-export function cutOf(threshold: number): number {
-  return threshold - threshold * SLACK;
+export function upperBound(sum: number, n: number): number {
+  return n <= 1 ? sum : sum + sum * n * 2 ** -51;
 }
 
 export interface Hit {
@@ -38,7 +39,10 @@ export class TopK {
     this.docids = new Int32Array(size);
   }
 
-  /** What a unit must score more than to enter: 0 until k units are kept (every match scores > 0). */
+  /**
+   * What a unit must score more than to enter: 0 until k units are kept (every match scores > 0).
+   * A unit whose upper bound (upperBound) is not above it cannot enter.
+   */
   threshold(): number {
     return this.n < this.k ? 0 : this.scores[0];
   }

@@ -1,7 +1,10 @@
 // The plain files of a unit store version (layout and invariants D1-D4: contract/store-format.ts),
 // read with positioned reads: unit records by docid, docids by reference, posting lists. Held in
-// memory: units.idx (12 bytes a unit, so a unit costs one read) and the reference index (the
-// first reference of every REF_BLOCK).
+// memory: units.idx (12 bytes a unit, so a unit costs one read), lengths.dat (4 bytes a unit,
+// read for every posting scored), the reference index (the first
+// reference of every REF_BLOCK) and the posting lists read last, up to a byte budget (the lists of
+// frequent words are long and asked for again and again; copying them from the page cache on every
+// search would cost more than scoring them).
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REF_BLOCK, STORE_FILES, UNIT_ENTRY, type RefIndex, type StoredUnit, type TermHeader } from '../../contract/store-format.ts';
@@ -23,6 +26,10 @@ async function readAt(fh: FileHandle, position: number, length: number): Promise
 }
 
 export class StoreFiles {
+  /** Posting lists by their offset (reads in flight too), least recently used first, and their bytes. */
+  private readonly lists = new Map<number, { read: Promise<Buffer>; bytes: number }>();
+  private listBytes = 0;
+
   private constructor(
     private readonly version: string,
     private readonly unitFile: FileHandle,
@@ -31,9 +38,12 @@ export class StoreFiles {
     private readonly postingFile: FileHandle,
     private readonly refIndex: RefIndex,
     private readonly docCount: number,
+    private readonly listCacheBytes: number,
+    /** Unit lengths by docid (lengths.dat), for every posting's impact. */
+    readonly lengths: Uint32Array,
   ) {}
 
-  static async open(dir: string, version: string, docCount: number): Promise<StoreFiles> {
+  static async open(dir: string, version: string, docCount: number, listCacheBytes: number): Promise<StoreFiles> {
     const handles: FileHandle[] = [];
     const openOne = async (name: string) => {
       const fh = await open(join(dir, name), 'r').catch((err: NodeJS.ErrnoException) => damaged(version, `${name} cannot be opened (${err.code ?? err.message})`));
@@ -51,7 +61,10 @@ export class StoreFiles {
       if (refIndex.count !== docCount || refIndex.block !== REF_BLOCK || refIndex.first.length !== blocks || refIndex.offsets.length !== blocks + 1) damaged(version, `${STORE_FILES.refIndex} does not describe ${docCount} references`);
       for (let b = 1; b < blocks; b++) if (!(refIndex.first[b - 1] < refIndex.first[b])) damaged(version, `${STORE_FILES.refIndex} is not in reference order`); // D1
       if (unitIndex.length !== docCount * UNIT_ENTRY) damaged(version, `${STORE_FILES.unitIndex} does not hold ${docCount} entries`);
-      return new StoreFiles(version, units, unitIndex, refs, postings, refIndex, docCount);
+      const lengthBytes = await readFile(join(dir, STORE_FILES.lengths)).catch((err: NodeJS.ErrnoException) => damaged(version, `${STORE_FILES.lengths} cannot be read (${err.code ?? err.message})`));
+      if (lengthBytes.length !== docCount * 4) damaged(version, `${STORE_FILES.lengths} does not hold ${docCount} lengths`); // D5
+      const lengths = new Uint32Array(lengthBytes.buffer, lengthBytes.byteOffset, docCount);
+      return new StoreFiles(version, units, unitIndex, refs, postings, refIndex, docCount, listCacheBytes, lengths);
     } catch (err) {
       await Promise.all(handles.map((h) => h.close()));
       throw err;
@@ -119,10 +132,35 @@ export class StoreFiles {
   }
 
   /** A term's posting list (8-byte aligned in memory, as contract/posting-list.ts needs). */
-  async postingList(h: TermHeader): Promise<Uint8Array> {
-    const buf = await readAt(this.postingFile, h.at, h.bytes);
-    if (buf.length !== h.bytes) damaged(this.version, `${STORE_FILES.postings} ends inside a posting list`);
-    return buf;
+  postingList(h: TermHeader): Promise<Uint8Array> {
+    const cached = this.lists.get(h.at);
+    if (cached) {
+      this.lists.delete(h.at); // to the young end
+      this.lists.set(h.at, cached);
+      return cached.read;
+    }
+    const read = readAt(this.postingFile, h.at, h.bytes).then((buf) => {
+      if (buf.length !== h.bytes) damaged(this.version, `${STORE_FILES.postings} ends inside a posting list`);
+      return buf;
+    });
+    if (h.bytes <= this.listCacheBytes) {
+      const entry = { read, bytes: h.bytes };
+      this.lists.set(h.at, entry);
+      this.listBytes += h.bytes;
+      read.catch(() => this.lists.get(h.at) === entry && this.drop(h.at));
+      for (const at of this.lists.keys()) {
+        if (this.listBytes <= this.listCacheBytes) break;
+        this.drop(at);
+      }
+    }
+    return read;
+  }
+
+  private drop(at: number): void {
+    const e = this.lists.get(at);
+    if (!e) return;
+    this.lists.delete(at);
+    this.listBytes -= e.bytes;
   }
 
   async close(): Promise<void> {
