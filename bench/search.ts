@@ -9,14 +9,16 @@
 //     and the same unit lengths), every unit once, with its products as filter terms.
 // Queries: bench:store's 100 (1-3 words from real paragraphs, many with a word in a fifth or more
 // of the units), disjunctive, BM25, top 10, within svc-agriculture-eu; one untimed pass, then
-// three timed ones. BM25 parameters: see PARAMETERS below. Per engine: p50/p95/p99, build time,
+// three timed ones. The goals compare the same answer: the top 10 (the store's rank: docids and
+// scores; the others' references); the store's search with the 10 units read from units.dat and
+// parsed (what a draw does) is shown beside. BM25 parameters: see PARAMETERS below. Per engine: p50/p95/p99, build time,
 // bytes on disk, peak RSS of build and queries, and the top-10 overlap with the store. Each phase
 // runs in its own process, so each peak RSS is that phase's alone. Prints the issue's goals as met
 // or NOT met, and writes search-result.json into the corpus folder.
 import { spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { once } from 'node:events';
-import { rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,7 +62,6 @@ async function exportDocs(): Promise<Record<string, number>> {
   }
   out.end();
   await once(out, 'close');
-  const { rename } = await import('node:fs/promises');
   await rename(DOCS + '.tmp', DOCS);
   const queries = (await benchQueries()).map((q) => [...new Set(tokenize(q))].sort().slice(0, 31).map(engineTerm));
   await writeFile(QUERIES, JSON.stringify(queries));
@@ -156,9 +157,9 @@ async function main(): Promise<void> {
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${f(totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}`;
   const loads: Record<string, string> = { start: load() };
   const s = existsSync(C.paragraphs) && existsSync(C.acts) ? { reused: 1 } : node('synth');
-  const b = process.env.BENCH_SKIP_BUILD === '1' ? { ...JSON.parse(await import('node:fs/promises').then((fs) => fs.readFile(join(C.dir, 'search-result.json'), 'utf8'))).store.build } : node('build');
+  // BENCH_SKIP_BUILD=1: the store and its build figures from the last run (to iterate on queries)
+  const b = process.env.BENCH_SKIP_BUILD === '1' ? JSON.parse(await readFile(join(C.dir, 'search-result.json'), 'utf8')).store.build : node('build');
   loads.build = load();
-  const { mkdir } = await import('node:fs/promises');
   await mkdir(join(C.dir, 'search'), { recursive: true });
   const e = existsSync(DOCS) && existsSync(QUERIES) ? { reused: 1 } : node('export');
   await rm(XAPIAN, { recursive: true, force: true });
@@ -186,11 +187,11 @@ async function main(): Promise<void> {
     `search benchmark, ${N.toLocaleString('en')} units (${started}; ${machine}; load average 1/5/15 min: ${Object.entries(loads).map(([k, v]) => `${k} ${v}`).join('; ')})`,
     `corpus ${C.dir} (${JSON.stringify(s)}); export ${JSON.stringify(e)}; ${xb.docs.toLocaleString('en')} units routed to a product; queries: 100 × ${PASSES} timed passes after one untimed, top 10 in ${PRODUCT}`,
     '',
-    '| engine | build s | on disk MiB | build peak RSS MiB | query p50 / p95 / p99 ms | query peak RSS MiB | top-10 overlap with the store |',
+    '| engine | build s (CPU s) | on disk MiB | build peak RSS MiB | query p50 / p95 / p99 ms | query peak RSS MiB | top-10 overlap with the store |',
     '|---|---:|---:|---:|---|---:|---:|',
-    `| unit store (search: top 10 and their units) | ${f(b.seconds)} | ${f(storeMb, 0)} (search part ${f(indexMb, 0)}; the rest are the unit records, every language) | ${f(b.peak_rss_mb, 0)} | ${lat(ours)} (rank only: ${lat(oursRank)}) | ${f(q.peak_rss_mb, 0)} | 1 |`,
-    `| Xapian ${'1.4'} | ${f(xb.seconds)} | ${f(mib(xBytes), 0)} | ${f(xb.peak_rss_mb, 0)} | ${lat(xl)} | ${f(xq.peak_rss_mb, 0)} | ${f(overlap(q.tops, xq.tops), 3)} |`,
-    `| SQLite FTS5 | ${f(fb.seconds)} (load ${f(fb.load_seconds)}, optimize the rest) | ${f(mib(fBytes), 0)} | ${f(fb.peak_rss_mb, 0)} | ${lat(fl)} | ${f(fq.peak_rss_mb, 0)} | ${f(overlap(q.tops, fq.tops), 3)} |`,
+    `| unit store | ${f(b.seconds)} (${f(b.cpu_user_s + b.cpu_system_s)}) | ${f(storeMb, 0)} (search part ${f(indexMb, 0)}; the rest are the unit records, every language) | ${f(b.peak_rss_mb, 0)} | ${lat(oursRank)} (with the 10 units read and parsed: ${lat(ours)}) | ${f(q.peak_rss_mb, 0)} | 1 |`,
+    `| Xapian 1.4 | ${f(xb.seconds)} (${f(xb.cpu_seconds)}) | ${f(mib(xBytes), 0)} | ${f(xb.peak_rss_mb, 0)} | ${lat(xl)} | ${f(xq.peak_rss_mb, 0)} | ${f(overlap(q.tops, xq.tops), 3)} |`,
+    `| SQLite FTS5 | ${f(fb.seconds)} (${f(fb.cpu_seconds)}; load ${f(fb.load_seconds)} s, optimize the rest) | ${f(mib(fBytes), 0)} | ${f(fb.peak_rss_mb, 0)} | ${lat(fl)} | ${f(fq.peak_rss_mb, 0)} | ${f(overlap(q.tops, fq.tops), 3)} |`,
     '',
     'BM25 parameters:',
     ...PARAMETERS.map((p) => `- ${p}`),
@@ -199,12 +200,12 @@ async function main(): Promise<void> {
     '',
     '| goal | figures | |',
     '|---|---|---|',
-    `| query p95 <= Xapian's | ${f(ours.p95_ms, 2)} ms against ${f(xl.p95_ms, 2)} ms | ${met(ours.p95_ms <= xl.p95_ms)} |`,
-    `| query p99 <= Xapian's | ${f(ours.p99_ms, 2)} ms against ${f(xl.p99_ms, 2)} ms | ${met(ours.p99_ms <= xl.p99_ms)} |`,
+    `| query p95 <= Xapian's (top 10) | ${f(oursRank.p95_ms, 2)} ms against ${f(xl.p95_ms, 2)} ms (with the units: ${f(ours.p95_ms, 2)} ms) | ${met(oursRank.p95_ms <= xl.p95_ms)} |`,
+    `| query p99 <= Xapian's (top 10) | ${f(oursRank.p99_ms, 2)} ms against ${f(xl.p99_ms, 2)} ms (with the units: ${f(ours.p99_ms, 2)} ms) | ${met(oursRank.p99_ms <= xl.p99_ms)} |`,
     N >= 5_000_000
-      ? `| query p95 <= 10 ms at 5M | ${f(ours.p95_ms, 2)} ms | ${met(ours.p95_ms <= 10)} |`
-      : `| query p95 <= 10 ms at 5M | ${f(ours.p95_ms, 2)} ms at ${N.toLocaleString('en')} units | (judged at 5,000,000 units) |`,
-    `| store build <= Xapian's indexing | ${f(b.seconds)} s against ${f(xb.seconds)} s | ${met(b.seconds <= xb.seconds)} |`,
+      ? `| query p95 <= 10 ms at 5M (top 10) | ${f(oursRank.p95_ms, 2)} ms (with the units: ${f(ours.p95_ms, 2)} ms) | ${met(oursRank.p95_ms <= 10)} |`
+      : `| query p95 <= 10 ms at 5M (top 10) | ${f(oursRank.p95_ms, 2)} ms at ${N.toLocaleString('en')} units | (judged at 5,000,000 units) |`,
+    `| store build <= Xapian's indexing | ${f(b.seconds)} s against ${f(xb.seconds)} s (CPU ${f(b.cpu_user_s + b.cpu_system_s)} s against ${f(xb.cpu_seconds)} s) | ${met(b.seconds <= xb.seconds)} |`,
     `| bytes on disk <= FTS5's | search part ${f(indexMb, 0)} MiB against ${f(mib(fBytes), 0)} MiB (whole store ${f(storeMb, 0)} MiB) | ${met(indexMb <= mib(fBytes))} |`,
     `| store build peak RSS < 1.5 GiB | ${f(b.peak_rss_mb, 0)} MiB | ${met(b.peak_rss_mb < GiB15)} |`,
     `| FTS5 beside | build ${f(fb.seconds)} s, ${f(mib(fBytes), 0)} MiB, p50/p95/p99 ${lat(fl)} ms | |`,

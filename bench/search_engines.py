@@ -23,6 +23,11 @@ def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def docs(path):
     with open(path, 'rb') as f:
         for line in f:
@@ -54,7 +59,7 @@ def build_xapian(src, db_path):
         n += 1
     db.commit()
     db.close()
-    print(json.dumps({'docs': n, 'seconds': time.perf_counter() - t0, 'peak_rss_mb': peak_rss_mb()}))
+    print(json.dumps({'docs': n, 'seconds': time.perf_counter() - t0, 'cpu_seconds': cpu_seconds(), 'peak_rss_mb': peak_rss_mb()}))
 
 
 def build_fts5(src, db_path):
@@ -83,7 +88,7 @@ def build_fts5(src, db_path):
     with con:
         con.execute("INSERT INTO units(units) VALUES ('optimize')")
     con.close()
-    print(json.dumps({'docs': n, 'seconds': time.perf_counter() - t0, 'load_seconds': loaded, 'peak_rss_mb': peak_rss_mb()}))
+    print(json.dumps({'docs': n, 'seconds': time.perf_counter() - t0, 'load_seconds': loaded, 'cpu_seconds': cpu_seconds(), 'peak_rss_mb': peak_rss_mb()}))
 
 
 def run_queries(queries, passes, one):

@@ -10,17 +10,7 @@ import { bm25Idf, type ProductIndexStats, type TermHeader } from '../contract/st
 import { topK } from '../payments/store/evaluation.ts';
 import { PostingCursor } from '../payments/store/postings.ts';
 import { upperBound } from '../payments/store/scoring.ts';
-
-/** Seeded, so a failure repeats. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from './helpers/random.ts';
 
 const N = 40_000;
 const r = rng(36);

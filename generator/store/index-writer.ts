@@ -7,11 +7,12 @@
 // differs from ingestion order, and appends the term's posting list (contract/posting-list.ts) to
 // postings.dat with its header in the LevelDB. The per-term work arrays are kept from one term to
 // the next: the largest term sets the memory, not the sum of them.
-import { open, writeFile, type FileHandle } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import { encodePostingList, POSTING_BLOCK } from '../../contract/posting-list.ts';
 import { KEY, bm25Idf, tokenize, type ProductIndexStats, type TermHeader } from '../../contract/store-format.ts';
 import type { BatchWriter } from './batch.ts';
+import { FileWriter } from './file-io.ts';
 import { mergeRuns, RunWriter } from './posting-runs.ts';
 
 if (endianness() !== 'LE') throw new Error('the unit store index is little-endian; this machine is not');
@@ -24,41 +25,15 @@ function workArrays(size: number) {
   return { docids: new Uint32Array(size), tfs: new Uint32Array(size), dls: new Uint32Array(size), keys: new Float64Array(size) };
 }
 
-/** postings.dat, written front to back; every list starts at a multiple of 8 bytes. */
-class PostingsFile {
-  private readonly buf = Buffer.allocUnsafe(8 << 20);
-  private used = 0;
-  private written = 0;
-  private constructor(private readonly fh: FileHandle) {}
-  static async create(path: string): Promise<PostingsFile> {
-    return new PostingsFile(await open(path, 'wx'));
-  }
-  /** Appends a list; returns where it starts. */
-  async append(list: Uint8Array): Promise<number> {
-    const pad = (8 - ((this.written + this.used) % 8)) % 8;
-    if (this.used + pad + list.byteLength > this.buf.length) await this.flush();
-    const at = this.written + this.used + pad;
-    if (pad + list.byteLength > this.buf.length) {
-      await this.fh.write(Buffer.alloc(pad));
-      await this.fh.write(list);
-      this.written += pad + list.byteLength;
-    } else {
-      this.buf.fill(0, this.used, this.used + pad);
-      this.buf.set(list, this.used + pad);
-      this.used += pad + list.byteLength;
-    }
-    return at;
-  }
-  private async flush(): Promise<void> {
-    if (this.used) await this.fh.write(this.buf, 0, this.used);
-    this.written += this.used;
-    this.used = 0;
-  }
-  async close(): Promise<void> {
-    await this.flush();
-    await this.fh.close();
-  }
+/** Appends a posting list to postings.dat at the next multiple of 8 bytes (P lists are 8-byte aligned); returns where it starts. */
+async function appendList(out: FileWriter, list: Uint8Array): Promise<number> {
+  const pad = (8 - (out.position % 8)) % 8;
+  if (pad) await out.write(ZEROS.subarray(0, pad));
+  const at = out.position;
+  await out.write(list);
+  return at;
 }
+const ZEROS = new Uint8Array(8);
 
 /** A growable Uint32Array. */
 function ensure(a: Uint32Array<ArrayBuffer>, n: number): Uint32Array<ArrayBuffer> {
@@ -234,7 +209,7 @@ export class IndexWriter {
     for (let i = 0; i < this.docs; i++) dlOf[docidOf[i]] = this.docLen[i];
     this.docLen = new Uint32Array(0);
     await writeFile(paths.lengths, dlOf, { flag: 'wx' });
-    const file = await PostingsFile.create(paths.postings);
+    const file = await FileWriter.create(paths.postings, 8 << 20);
     let terms = 0;
     let postings = 0;
     try {
@@ -244,7 +219,7 @@ export class IndexWriter {
         const pid = this.productIds[p];
         const { docs, total_len } = this.stats[p];
         const { bytes, max } = encodePostingList(docids, tfs, dls, n, bm25Idf(docs, n), total_len / docs);
-        const at = await file.append(bytes);
+        const at = await appendList(file, bytes);
         const header: TermHeader = { df: n, blocks: Math.ceil(n / POSTING_BLOCK), at, bytes: bytes.byteLength, max };
         await out.put(KEY.term(pid, this.terms[id]), Buffer.from(JSON.stringify(header)));
         terms++;

@@ -104,6 +104,25 @@ function scanString(s: string, p: number): number {
   }
 }
 
+/**
+ * The items of the JSON array or object at p (opened by `open`, closed by `close`, separated by
+ * commas): item(position) reads one and returns the position after it, or -1. Returns the
+ * position after the closing bracket, or -1.
+ */
+function items(s: string, p: number, open: number, close: number, item: (p: number) => number): number {
+  if (s.charCodeAt(p++) !== open) return -1;
+  p = skipSpace(s, p);
+  if (s.charCodeAt(p) === close) return p + 1;
+  for (;;) {
+    p = item(skipSpace(s, p));
+    if (p < 0) return -1;
+    p = skipSpace(s, p);
+    const c = s.charCodeAt(p++);
+    if (c === close) return p;
+    if (c !== 0x2c) return -1;
+  }
+}
+
 /** The key at [start, end) (its quotes included): its index in KEYS, or -1. */
 function keyOf(s: string, start: number, end: number): number {
   const len = end - start - 2;
@@ -123,92 +142,81 @@ export function paragraphBytes(b: Buffer, src: { id: string; publisher: string }
   // outside one only as white space: either way, the ordinary way
   if (CONTROL.test(s)) return null;
   nextBackslash = 0;
-  let p = skipSpace(s, 0);
-  if (s.charCodeAt(p++) !== 0x7b) return null;
   let celex: string | null = null;
   let para = -1;
   let pivot = -1;
-  let langs: number[] | null = null;
-  let texts: number[] | null = null; // code, start, end of each text literal
-  for (;;) {
-    p = skipSpace(s, p);
+  const langs: number[] = [];
+  let sawLangs = false;
+  const texts: number[] = []; // code, start, end of each text literal
+  let sawText = false;
+  /** A language code string at p: its end, or -1; the code in `code`. */
+  let code = -1;
+  const lang = (p: number): number => {
+    const end = scanString(s, p);
+    code = end < 0 ? -1 : langCode(s, p + 1, end - 1);
+    return code < 0 ? -1 : end;
+  };
+  const field = (p: number): number => {
     const k0 = p;
     p = scanString(s, p);
-    if (p < 0 || escapedLast) return null;
+    if (p < 0 || escapedLast) return -1;
     const key = keyOf(s, k0, p);
     p = skipSpace(s, p);
-    if (s.charCodeAt(p++) !== 0x3a) return null;
+    if (s.charCodeAt(p++) !== 0x3a) return -1;
     p = skipSpace(s, p);
     const v0 = p;
     if (key === 0 && celex === null) {
       p = scanString(s, p);
-      if (p < 0 || escapedLast) return null;
+      if (p < 0 || escapedLast) return -1;
       celex = s.slice(v0 + 1, p - 1);
-      if (!CELEX.test(celex)) return null;
-    } else if (key === 1 && para < 0) {
+      return CELEX.test(celex) ? p : -1;
+    }
+    if (key === 1 && para < 0) {
       for (let c = s.charCodeAt(p); c >= 0x30 && c <= 0x39; c = s.charCodeAt(++p));
       const after = s.charCodeAt(p);
-      if (p === v0 || p - v0 > 15 || (s.charCodeAt(v0) === 0x30 && p - v0 > 1) || after === 0x2e || after === 0x65 || after === 0x45) return null;
+      if (p === v0 || p - v0 > 15 || (s.charCodeAt(v0) === 0x30 && p - v0 > 1) || after === 0x2e || after === 0x65 || after === 0x45) return -1;
       para = Number(s.slice(v0, p));
-    } else if (key === 2 && pivot < 0) {
-      p = scanString(s, p);
-      if (p < 0 || (pivot = langCode(s, v0 + 1, p - 1)) < 0) return null;
-    } else if (key === 3 && langs === null) {
-      langs = [];
-      if (s.charCodeAt(p++) !== 0x5b) return null;
-      p = skipSpace(s, p);
-      if (s.charCodeAt(p) === 0x5d) p++;
-      else {
-        for (;;) {
-          const l0 = skipSpace(s, p);
-          p = scanString(s, l0);
-          const code = p < 0 ? -1 : langCode(s, l0 + 1, p - 1);
-          if (code < 0) return null;
-          langs.push(code);
-          p = skipSpace(s, p);
-          const c = s.charCodeAt(p++);
-          if (c === 0x5d) break;
-          if (c !== 0x2c) return null;
-        }
-      }
-    } else if (key === 4 && texts === null) {
-      texts = [];
-      if (s.charCodeAt(p++) !== 0x7b) return null;
-      p = skipSpace(s, p);
-      if (s.charCodeAt(p) === 0x7d) p++;
-      else {
-        for (;;) {
-          const l0 = skipSpace(s, p);
-          p = scanString(s, l0);
-          const code = p < 0 ? -1 : langCode(s, l0 + 1, p - 1);
-          if (code < 0) return null;
-          for (let i = 0; i < texts.length; i += 3) if (texts[i] === code) return null; // given twice
-          p = skipSpace(s, p);
-          if (s.charCodeAt(p++) !== 0x3a) return null;
-          const t0 = skipSpace(s, p);
-          p = scanString(s, t0);
-          if (p < 0) return null;
-          texts.push(code, t0, p);
-          p = skipSpace(s, p);
-          const c = s.charCodeAt(p++);
-          if (c === 0x7d) break;
-          if (c !== 0x2c) return null;
-        }
-      }
-    } else return null; // another key, or one given twice
-    p = skipSpace(s, p);
-    const c = s.charCodeAt(p++);
-    if (c === 0x7d) break;
-    if (c !== 0x2c) return null;
-  }
-  if (skipSpace(s, p) !== n || celex === null || para < 0 || pivot < 0 || langs === null || texts === null) return null;
+      return p;
+    }
+    if (key === 2 && pivot < 0) {
+      p = lang(p);
+      pivot = code;
+      return p;
+    }
+    if (key === 3 && !sawLangs) {
+      sawLangs = true;
+      return items(s, p, 0x5b, 0x5d, (q) => {
+        q = lang(q);
+        if (q >= 0) langs.push(code);
+        return q;
+      });
+    }
+    if (key === 4 && !sawText) {
+      sawText = true;
+      return items(s, p, 0x7b, 0x7d, (q) => {
+        q = lang(q);
+        if (q < 0) return -1;
+        for (let i = 0; i < texts.length; i += 3) if (texts[i] === code) return -1; // given twice
+        const c = code;
+        q = skipSpace(s, q);
+        if (s.charCodeAt(q++) !== 0x3a) return -1;
+        const t0 = skipSpace(s, q);
+        q = scanString(s, t0);
+        if (q >= 0) texts.push(c, t0, q);
+        return q;
+      });
+    }
+    return -1; // another key, or one given twice
+  };
+  const end = items(s, skipSpace(s, 0), 0x7b, 0x7d, field);
+  if (end < 0 || skipSpace(s, end) !== n || celex === null || para < 0 || pivot < 0 || !sawLangs || !sawText) return null;
 
   // what checkAlignedParagraph requires, else the ordinary reader words the error: every listed
   // language has a text and every text a listed language, and the pivot is one of them
   const versions = [...new Set(langs)].sort((x, y) => x - y);
   if (versions.length !== texts.length / 3 || !versions.includes(pivot)) return null;
   const textAt = (code: number) => {
-    for (let i = 0; i < texts!.length; i += 3) if (texts![i] === code) return i;
+    for (let i = 0; i < texts.length; i += 3) if (texts[i] === code) return i;
     return -1;
   };
   if (versions.some((code) => textAt(code) < 0)) return null;

@@ -3,86 +3,49 @@
 // a scratch file, then merged: the i-th reference of the merge gets docid i. The merge writes
 // refs.dat and refs.idx as it goes and returns docidOf[ingestion number] for the unit records and
 // the index. Memory: one run of references, and 4 bytes per unit for the docids.
-import { open, type FileHandle } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REF_BLOCK, type RefIndex } from '../../contract/store-format.ts';
+import { FileReader, FileWriter } from './file-io.ts';
 
 const RUN_REFS = 500_000;
-const BUFFER = 1 << 20;
 /** A reference is stored with a u16 byte length. */
 const MAX_REF_BYTES = 0xffff;
 
-/** A buffered sequential writer of one file. */
-class Output {
-  private readonly buf = Buffer.allocUnsafe(BUFFER);
-  private used = 0;
-  written = 0;
-  private constructor(private readonly fh: FileHandle) {}
-  static async create(path: string): Promise<Output> {
-    return new Output(await open(path, 'wx'));
+/** Appends a u32 (when id >= 0), then the reference as u16 length + UTF-8. */
+async function writeRef(out: FileWriter, ref: string, id = -1): Promise<void> {
+  await out.reserve(6 + ref.length * 3);
+  if (id >= 0) {
+    out.buf.writeUInt32LE(id, out.used);
+    out.used += 4;
   }
-  /** Appends a u32 (when id >= 0), then the reference as u16 length + UTF-8. */
-  async ref(ref: string, id = -1): Promise<void> {
-    if (this.used + 6 + ref.length * 3 > BUFFER) await this.flush();
-    if (id >= 0) {
-      this.buf.writeUInt32LE(id, this.used);
-      this.used += 4;
-    }
-    const len = this.buf.write(ref, this.used + 2, 'utf8');
-    this.buf.writeUInt16LE(len, this.used);
-    this.used += 2 + len;
-  }
-  get position(): number {
-    return this.written + this.used;
-  }
-  private async flush(): Promise<void> {
-    if (this.used) await this.fh.write(this.buf, 0, this.used);
-    this.written += this.used;
-    this.used = 0;
-  }
-  async close(): Promise<void> {
-    await this.flush();
-    await this.fh.close();
-  }
+  const len = out.buf.write(ref, out.used + 2, 'utf8');
+  out.buf.writeUInt16LE(len, out.used);
+  out.used += 2 + len;
 }
 
 /** Reads back one spilled run: (id, ref) records. */
 class RunInput {
-  private buf = Buffer.allocUnsafe(BUFFER);
-  private pos = 0;
-  private len = 0;
-  private eof = false;
   ref = '';
   id = 0;
   done = false;
-  constructor(private readonly fh: FileHandle) {}
-  private async fill(want: number): Promise<void> {
-    if (this.len - this.pos >= want || this.eof) return;
-    this.buf.copy(this.buf, 0, this.pos, this.len);
-    this.len -= this.pos;
-    this.pos = 0;
-    while (this.len < want && !this.eof) {
-      const { bytesRead } = await this.fh.read(this.buf, this.len, BUFFER - this.len, null);
-      if (bytesRead === 0) this.eof = true;
-      this.len += bytesRead;
-    }
-  }
+  constructor(private readonly in_: FileReader) {}
   async next(): Promise<void> {
-    await this.fill(6);
-    if (this.len - this.pos === 0) {
+    const r = this.in_;
+    const have = await r.fill(6);
+    if (have === 0) {
       this.done = true;
       return;
     }
-    if (this.len - this.pos < 6) throw new Error('unit store build: a reference run ends inside a record');
-    this.id = this.buf.readUInt32LE(this.pos);
-    const n = this.buf.readUInt16LE(this.pos + 4);
-    await this.fill(6 + n);
-    if (this.len - this.pos < 6 + n) throw new Error('unit store build: a reference run ends inside a record');
-    this.ref = this.buf.toString('utf8', this.pos + 6, this.pos + 6 + n);
-    this.pos += 6 + n;
+    if (have < 6) throw new Error('unit store build: a reference run ends inside a record');
+    this.id = r.buf.readUInt32LE(r.pos);
+    const n = r.buf.readUInt16LE(r.pos + 4);
+    if ((await r.fill(6 + n)) < 6 + n) throw new Error('unit store build: a reference run ends inside a record');
+    this.ref = r.buf.toString('utf8', r.pos + 6, r.pos + 6 + n);
+    r.pos += 6 + n;
   }
   close(): Promise<void> {
-    return this.fh.close();
+    return this.in_.close();
   }
 }
 
@@ -115,8 +78,8 @@ export class RefOrder {
   }
 
   private async spill(): Promise<void> {
-    const out = await Output.create(join(this.dir, `${String(this.runs++).padStart(6, '0')}.refs`));
-    for (const i of this.sorted()) await out.ref(this.refs[i], this.ids[i]);
+    const out = await FileWriter.create(join(this.dir, `${String(this.runs++).padStart(6, '0')}.refs`));
+    for (const i of this.sorted()) await writeRef(out, this.refs[i], this.ids[i]);
     await out.close();
     this.refs = [];
     this.ids = [];
@@ -129,7 +92,7 @@ export class RefOrder {
    */
   async finish(refsPath: string, indexPath: string): Promise<Uint32Array> {
     const docidOf = new Uint32Array(this.count);
-    const out = await Output.create(refsPath);
+    const out = await FileWriter.create(refsPath);
     const index: RefIndex = { count: this.count, block: REF_BLOCK, offsets: [], first: [] };
     let docid = 0;
     let prev: string | null = null;
@@ -140,7 +103,7 @@ export class RefOrder {
         index.offsets.push(out.position);
         index.first.push(ref);
       }
-      await out.ref(ref);
+      await writeRef(out, ref);
       docidOf[id] = docid++;
     };
     const inputs: RunInput[] = [];
@@ -149,7 +112,7 @@ export class RefOrder {
         for (const i of this.sorted()) await emit(this.refs[i], this.ids[i]);
       } else {
         if (this.refs.length) await this.spill();
-        for (let r = 0; r < this.runs; r++) inputs.push(new RunInput(await open(join(this.dir, `${String(r).padStart(6, '0')}.refs`), 'r')));
+        for (let r = 0; r < this.runs; r++) inputs.push(new RunInput(await FileReader.open(join(this.dir, `${String(r).padStart(6, '0')}.refs`))));
         for (const input of inputs) await input.next();
         for (;;) {
           // a handful of runs: a scan for the smallest beats a heap
@@ -166,12 +129,7 @@ export class RefOrder {
     }
     if (docid !== this.count) throw new Error(`unit store build: ${docid} references merged for ${this.count} units`);
     index.offsets.push(out.position);
-    const fh = await open(indexPath, 'wx');
-    try {
-      await fh.writeFile(JSON.stringify(index));
-    } finally {
-      await fh.close();
-    }
+    await writeFile(indexPath, JSON.stringify(index), { flag: 'wx' });
     this.refs = [];
     this.ids = [];
     return docidOf;
