@@ -14,104 +14,24 @@
 // `npm run bench:store -- curve 100000 1000000 5000000` prints the growth curve from the result.json
 // of earlier runs of those sizes (same seed and BENCH_DIR rule), with each size's ratio to the previous.
 import { spawnSync } from 'node:child_process';
-import { createWriteStream, existsSync, readFileSync } from 'node:fs';
-import { copyFile, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tokenize } from '../contract/store-format.ts';
 import { readLines } from '../generator/ingest/lines.ts';
-import type { Source } from '../generator/model.ts';
+import { actProducts, benchQueries, buildStore, corpusOf, latencies, PARAS_PER_ACT, PRODUCT, rng, SEED, synth, type Para } from './corpus.ts';
 
-const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const SRC = join(REPO, 'catalog-src');
 const UNITS = Number(process.env.BENCH_UNITS ?? 1_000_000);
-const SEED = Number(process.env.BENCH_SEED ?? 20261101);
-const DIR = resolve(process.env.BENCH_DIR ?? join(tmpdir(), `lds-bench-store-${UNITS}-${SEED}`));
-const CORPUS = join(DIR, 'data', 'paragraphs.jsonl');
-const ACTS = join(DIR, 'data', 'acts.jsonl');
-const STORE = join(DIR, 'store');
-const PRODUCT = 'svc-agriculture-eu'; // the product most synthetic acts route to
-const PARAS_PER_ACT = 40;
+const C = corpusOf(UNITS);
+const DIR = C.dir;
+const CORPUS = C.paragraphs;
+const STORE = C.store;
 
-/** mulberry32: small, fast, seedable. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-interface Para { celex_id: string; para_idx: number; pivot_lang: string; langs: string[]; text: Record<string, string> }
-
-async function realParagraphs(): Promise<Para[]> {
-  return (await readFile(join(SRC, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
-}
-
-async function realActs(): Promise<{ celex_id: string; eurovoc_concepts: { all_levels: string[] } }[]> {
-  const out = [];
-  for await (const { text } of readLines(join(SRC, 'data/eurlex/multi_eurlex_sample.jsonl'))) {
-    const a = JSON.parse(text);
-    out.push({ celex_id: a.celex_id, eurovoc_concepts: { all_levels: a.eurovoc_concepts.all_levels } });
-  }
-  return out;
-}
-
-/** The fixed query set: 100 queries of 1-3 words taken from real English paragraphs (seeded). */
-async function benchQueries(): Promise<string[]> {
-  const paras = await realParagraphs();
-  const r = rng(SEED ^ 0x5eed);
-  const out: string[] = [];
-  while (out.length < 100) {
-    const words = tokenize(paras[Math.floor(r() * paras.length)].text.en).filter((w) => w.length >= 4 && !/^\d+$/.test(w)); // tokenize already drops stop words
-    if (words.length < 3) continue;
-    const n = 1 + Math.floor(r() * 3);
-    const q = new Set<string>();
-    while (q.size < n) q.add(words[Math.floor(r() * words.length)]);
-    out.push([...q].join(' '));
-  }
-  return out;
-}
-
-// ---- phase: synthesise -------------------------------------------------------------------------
-async function synth(): Promise<Record<string, number>> {
-  const t0 = performance.now();
-  await mkdir(dirname(CORPUS), { recursive: true });
-  const paras = await realParagraphs();
-  const acts = await realActs();
-  const r = rng(SEED);
-  const out = createWriteStream(CORPUS, { highWaterMark: 1 << 20 });
-  const actsOut = createWriteStream(ACTS);
-  let bytes = 0;
-  const nActs = Math.ceil(UNITS / PARAS_PER_ACT);
-  for (let a = 0; a < nActs; a++) {
-    const celex = `3BENCH${String(a).padStart(7, '0')}`;
-    const like = acts[Math.floor(r() * acts.length)];
-    actsOut.write(JSON.stringify({ celex_id: celex, eurovoc_concepts: like.eurovoc_concepts }) + '\n');
-    for (let i = 0; i < PARAS_PER_ACT && a * PARAS_PER_ACT + i < UNITS; i++) {
-      // a real paragraph, half the time followed by a second real paragraph in every language
-      // both share: lengths and term frequencies vary as in real text, every word is real
-      const p = paras[Math.floor(r() * paras.length)];
-      const q = r() < 0.5 ? paras[Math.floor(r() * paras.length)] : null;
-      const langs = q ? p.langs.filter((l) => q.langs.includes(l)) : p.langs;
-      const text: Record<string, string> = {};
-      for (const l of langs) text[l] = q ? `${p.text[l]} ${q.text[l]}` : p.text[l];
-      const line = JSON.stringify({ celex_id: celex, para_idx: i, pivot_lang: 'en', langs, text }) + '\n';
-      bytes += Buffer.byteLength(line);
-      if (!out.write(line)) await once(out, 'drain');
-    }
-  }
-  out.end();
-  actsOut.end();
-  await Promise.all([once(out, 'close'), once(actsOut, 'close')]);
-  await mkdir(join(DIR, 'data', 'eurovoc'), { recursive: true });
-  await copyFile(join(SRC, 'data/eurovoc/descriptors.csv'), join(DIR, 'data', 'eurovoc', 'descriptors.csv'));
-  return { units: UNITS, acts: nActs, bytes, seconds: (performance.now() - t0) / 1000 };
+/** The celex ids of the synthetic acts routed to PRODUCT. */
+async function actsInProduct(): Promise<string[]> {
+  return [...(await actProducts(C))].filter(([, products]) => products.includes(PRODUCT)).map(([celex]) => celex);
 }
 
 // ---- phase: baseline stream-parse ------------------------------------------------------------
@@ -126,94 +46,6 @@ async function parse(): Promise<Record<string, number>> {
   }
   const seconds = (performance.now() - t0) / 1000;
   return { units: n, rows, seconds, units_per_s: n / seconds, peak_rss_mb: process.resourceUsage().maxRSS / 1024 };
-}
-
-// ---- phase: build ------------------------------------------------------------------------------
-async function build(): Promise<Record<string, number | string>> {
-  const { loadCatalogSrc } = await import('../generator/load.ts');
-  const { buildUnitStore } = await import('../generator/store/build-store.ts');
-  const real = await loadCatalogSrc(SRC);
-  // Same products and rules; only eu.eurlex (pointed at the synthetic corpus) and the EuroVoc
-  // tables are read, so the figures are about P units.
-  const sources = new Map<string, Source>([...real.sources].map(([id, s]): [string, Source] => {
-    if (id === 'eu.eurlex') return [id, { ...s, data: [{ adapter: 'aligned-paragraphs', path: 'data/paragraphs.jsonl', acts: 'data/acts.jsonl' }] }];
-    if (id === 'eu.eurovoc_taxonomy') return [id, { ...s, data: [{ adapter: 'eurovoc', path: 'data/eurovoc' }] }];
-    return [id, { ...s, data: undefined, no_data_reason: 'not part of the benchmark' }];
-  }));
-  await rm(STORE, { recursive: true, force: true });
-  const t0 = performance.now();
-  const rss = rssSampler();
-  const res = await buildUnitStore({ ...real, root: DIR, sources }, {
-    storeRoot: STORE,
-    builtAt: '2026-11-01T00:00:00.000Z',
-    skipBadRecords: false,
-    progress: (m) => console.error(`[build ${((performance.now() - t0) / 1000).toFixed(1)}s ${rss.now(m)}] ${m}`),
-  });
-  const seconds = (performance.now() - t0) / 1000;
-  const peaks = rss.stop();
-  const units = Object.values(res.products).reduce((s, p) => s + (p['eu.eurlex']?.units ?? 0), 0);
-  console.error(res.report.split('\n').filter((l) => l.includes('svc-') || l.startsWith('unit store')).join('\n'));
-  return { store_version: res.store_version!, seconds, units_read: UNITS, units_per_s: UNITS / seconds, product_memberships: units, peak_rss_mb: process.resourceUsage().maxRSS / 1024, peak_rss_anon_mb: peaks.anon, peak_rss_file_mb: peaks.file, peak_rss_anon_after: peaks.after.anon, peak_rss_anon_parts: peaks.parts, peak_rss_file_after: peaks.after.file, store_mb: (await du(join(STORE, res.store_version!))) / 2 ** 20 };
-}
-
-/**
- * Samples the process's resident memory twice a second, split as Linux reports it: anonymous pages
- * (the JS heap, native buffers, LevelDB's memtables and caches) and file pages (LevelDB reads its
- * table files through mmap, so every page of a table it reads counts in RSS until the file is
- * closed, although the kernel can drop it at any time). maxRSS alone cannot tell the two apart.
- * At the anonymous peak it also keeps how much of it was the V8 heap and array buffers (the rest is
- * native: LevelDB's memtables, caches and compaction buffers, malloc's arenas).
- */
-function rssSampler() {
-  const read = () => {
-    const s = readFileSync('/proc/self/status', 'utf8');
-    const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(s)?.[1] ?? 0);
-    return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
-  };
-  const peak = { anon: 0, file: 0 };
-  let parts = '';
-  // the progress line before each peak: which phase it came in
-  let phase = 'start';
-  const after = { anon: phase, file: phase };
-  const sample = () => {
-    const r = read();
-    if (r.anon > peak.anon) {
-      [peak.anon, after.anon] = [r.anon, phase];
-      const m = process.memoryUsage();
-      const mib = (b: number) => (b / 2 ** 20).toFixed(0);
-      parts = `V8 heap ${mib(m.heapTotal)} MiB, array buffers ${mib(m.arrayBuffers)} MiB, other native ${mib(r.anon * 2 ** 20 - m.heapTotal - m.arrayBuffers)} MiB`;
-    }
-    if (r.file > peak.file) [peak.file, after.file] = [r.file, phase];
-    return r;
-  };
-  const timer = setInterval(sample, 500);
-  return {
-    now: (msg: string) => {
-      const r = sample();
-      phase = msg;
-      return `anon ${r.anon.toFixed(0)} MiB, file ${r.file.toFixed(0)} MiB`;
-    },
-    stop: () => {
-      clearInterval(timer);
-      sample();
-      return { anon: Math.round(peak.anon), file: Math.round(peak.file), after, parts };
-    },
-  };
-}
-
-async function du(dir: string): Promise<number> {
-  let total = 0;
-  for (const e of await readdir(dir, { withFileTypes: true })) total += e.isDirectory() ? await du(join(dir, e.name)) : (await stat(join(dir, e.name))).size;
-  return total;
-}
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-};
-
-function latencies(ms: number[]) {
-  return { p50_ms: pct(ms, 50), p95_ms: pct(ms, 95), p99_ms: pct(ms, 99), max_ms: Math.max(...ms) };
 }
 
 // ---- phase: queries on the store ---------------------------------------------------------------
@@ -256,22 +88,6 @@ async function query(): Promise<Record<string, unknown>> {
   await store.close();
   if (found !== draws.length * 10) throw new Error(`reference draws found ${found} of ${draws.length * 10} units: the acts routed to ${PRODUCT} are not what the store holds`);
   return { product: PRODUCT, queries: queries.length, limit: 10, results: hits, first_pass: passes[0], second_pass: passes[1], slowest_second_pass: slowest, ref_draws: draws.length, ref_first_pass: refPasses[0], ref_second_pass: refPasses[1], rss_before_open_mb: rssBefore, peak_rss_mb: process.resourceUsage().maxRSS / 1024, sample: { query: queries[0], top: again.slice(0, 3) } };
-}
-
-/** The celex ids of the synthetic acts routed to PRODUCT (by the real routing rules). */
-async function actsInProduct(): Promise<string[]> {
-  const { loadCatalogSrc } = await import('../generator/load.ts');
-  const { readEuroVocDescriptors } = await import('../generator/ingest/eurovoc.ts');
-  const { routeAct, compileRule } = await import('../generator/store/routing.ts');
-  const real = await loadCatalogSrc(SRC);
-  const table = await readEuroVocDescriptors(join(DIR, 'data', 'eurovoc'), 'eurovoc', (e) => { throw e; });
-  const rules = real.products.map((p) => compileRule(p.product_id, p.routing));
-  const out: string[] = [];
-  for await (const { text } of readLines(ACTS)) {
-    const a = JSON.parse(text);
-    if (routeAct(a.eurovoc_concepts.all_levels, rules, table).products.includes(PRODUCT)) out.push(a.celex_id);
-  }
-  return out;
 }
 
 /** `n` draws of `k` distinct refs each, seeded: random paragraphs of random acts routed to PRODUCT. */
@@ -326,7 +142,7 @@ async function minisearch(): Promise<Record<string, unknown>> {
 }
 
 // ---- driver --------------------------------------------------------------------------------------
-const phases: Record<string, () => Promise<Record<string, unknown>>> = { synth, parse, build, query, minisearch };
+const phases: Record<string, () => Promise<Record<string, unknown>>> = { synth: () => synth(C), parse, build: () => buildStore(C), query, minisearch };
 
 async function child(phase: string): Promise<Record<string, any>> {
   console.error(`# ${phase}`);
@@ -383,7 +199,7 @@ if (phase === 'curve') {
   console.log(JSON.stringify(await phases[phase]()));
 } else {
   const started = new Date().toISOString();
-  const s = existsSync(CORPUS) && existsSync(ACTS) && process.env.BENCH_RESYNTH !== '1' ? { reused: 1 } : await child('synth');
+  const s = existsSync(CORPUS) && existsSync(C.acts) && process.env.BENCH_RESYNTH !== '1' ? { reused: 1 } : await child('synth');
   const p = BASELINES ? await child('parse') : undefined;
   const b = await child('build');
   const buildLoad = loadavg().map((x) => x.toFixed(2)).join(' ');

@@ -2,9 +2,9 @@
 // payments service (which reads it). Like the OpenAPI document in dist/, this is data shape only;
 // neither half imports the other's code.
 //
-// Layout on disk: <store_root>/<store_version>/ is one LevelDB; <store_root>/CURRENT holds the
-// store_version the service should open. A build writes a new directory and switches CURRENT
-// with an atomic rename only once the store is complete.
+// Layout on disk: <store_root>/<store_version>/ is one store (see "On-disk encoding" below);
+// <store_root>/CURRENT holds the store_version the service should open. A build writes a new
+// directory and switches CURRENT with an atomic rename only once the store is complete.
 
 // The unit as delivered (what a paid draw returns) is wire, not storage: contract/unit.ts.
 export type { Citation, Unit, UnitKind, UnitLicence, UnitRow } from './unit.ts';
@@ -50,44 +50,80 @@ export interface UnitStoreReader {
 //   global.copernicus:clc/<CLC code>           R unit, e.g. global.copernicus:clc/111
 // Key parts are URI-escaped (a space as "+", ":" kept), so "/" only ever separates them.
 //
-// Keys (utf8 strings; values are bytes). Internal document ids (docid) are assigned in ingestion
-// order and written as 8 hex digits so the bulky unit records go into LevelDB in key order
-// (sequential writes: no compaction rewrites, which is what makes a 1M-unit build fast).
-//   meta                              StoreMeta (JSON)
-//   licences                          Record<source, UnitLicence> (JSON): stored once, not per unit
-//   index                             StoreIndexMeta (JSON)
-//   d!<docid>                         StoredUnit (JSON): the unit without its licence + its products
-//   r!<ref>                           docid (utf8, 8 hex)
-//   f!<docid>                         forward vector (see encodeForward) of the searchable text
-//   t!<product_id>!<term>             TermHeader (JSON) of the product's BM25 index
-//   c!<product_id>!<termId>!<chunk>   posting chunk (see encodeChunk; termId 8 hex, chunk 4 hex)
-//   o!<block>                         ref order (see RANK_BLOCK; block 4 hex)
+// Format 4. A store version is one folder, <store_root>/<store_version>/, holding a LevelDB (its
+// own files: CURRENT, MANIFEST-*, *.ldb, *.log, LOCK, LOG) for the small keyed part, and beside it
+// plain files for the bulk, each written once, front to back, by the build:
+//   LevelDB  meta                  StoreMeta (JSON)
+//            licences              Record<source, UnitLicence> (JSON): stored once, not per unit
+//            index                 StoreIndexMeta (JSON)
+//            t!<product_id>!<term> TermHeader (JSON): where the term's posting list is
+//   units.dat     unit records, each a u32 byte length then a StoredUnit as JSON (UTF-8), in the
+//                 order the build read them
+//   units.idx     per docid, 12 bytes: u32 offset (low 32 bits), u32 offset (high bits), u32 length
+//                 of the record's JSON in units.dat (the length prefix not included)
+//   refs.dat      every unit reference in docid order, each a u16 byte length then UTF-8
+//   refs.idx      RefIndex (JSON): where each block of REF_BLOCK references starts, and its first one
+//   lengths.dat   per docid, a u32: the token count of the unit's searchable text (0: none), the
+//                 dl of BM25, the same in every product
+//   postings.dat  every posting list of every product's index (contract/posting-list.ts), each
+//                 starting at a multiple of 8 bytes
+// Integers are little-endian.
 //
-// The store version hashes the unit content and STORE_FORMAT, so a build in a new format never
-// reuses a directory written in an older one.
+// Invariants (the build asserts them as it writes; the reader asserts them where it reads):
+//   D1 docid = the position of the unit's reference among all references of the store in
+//      JavaScript string order (UTF-16 code units); so refs.dat is strictly increasing, has
+//      doc_count entries, and equal scores in search rank by docid ascending.
+//   D2 units.idx[docid] points at the record of refs.dat[docid]: the u32 in units.dat just before
+//      `offset` equals `length`, and the record's unit.ref is that reference.
+//   D3 Every product's index holds exactly the units of the product that have a searchable token;
+//      its ProductIndexStats count them (docs) and add up their token counts (total_len).
+//   D4 A term's posting list holds one posting per unit of the product containing the term:
+//      df postings, docids strictly increasing, and block maxima that bound every impact of their
+//      block (see contract/posting-list.ts), computed with lengths.dat.
+//   D5 lengths.dat holds doc_count entries; a unit with a posting has a length >= its tf.
+//
+// The store version hashes, per unit in the order the build read them, the SHA-256 of its JSON and
+// its products; then the licences and STORE_FORMAT, so a build in a new format never reuses a
+// directory written in an older one.
 // ---------------------------------------------------------------------------------------------
 
 // 3: tokenizer v2 (folded accents, compound terms), units carry a title and their publisher.
-export const STORE_FORMAT = 3 as const;
+// 4: docids in reference order; docid-ordered posting lists with block maxima (block-max MaxScore
+//    search); units, references and postings in plain files beside the LevelDB.
+export const STORE_FORMAT = 4 as const;
 export const CURRENT_FILE = 'CURRENT';
 
 export const KEY = {
   meta: 'meta',
   licences: 'licences',
   index: 'index',
-  doc: (docid: number) => `d!${hex(docid, 8)}`,
-  ref: (ref: string) => `r!${ref}`,
-  forward: (docid: number) => `f!${hex(docid, 8)}`,
   term: (productId: string, term: string) => `t!${productId}!${term}`,
-  chunk: (productId: string, termId: number, chunk: number) => `c!${productId}!${hex(termId, 8)}!${hex(chunk, 4)}`,
-  rank: (block: number) => `o!${hex(block, 4)}`,
 } as const;
 
-export function hex(n: number, width: number): string {
-  return n.toString(16).padStart(width, '0');
+/** The plain files of a store version folder (see the layout above). */
+export const STORE_FILES = {
+  units: 'units.dat',
+  unitIndex: 'units.idx',
+  refs: 'refs.dat',
+  refIndex: 'refs.idx',
+  lengths: 'lengths.dat',
+  postings: 'postings.dat',
+} as const;
+
+/** Bytes per docid in units.idx. */
+export const UNIT_ENTRY = 12;
+/** References per block of refs.dat: a look-up by reference reads one block. */
+export const REF_BLOCK = 128;
+
+/** refs.idx: blocks of REF_BLOCK references; the last block may be shorter. */
+export interface RefIndex {
+  count: number; // references (= doc_count)
+  block: typeof REF_BLOCK;
+  offsets: number[]; // byte offset of each block in refs.dat, then the file's length
+  first: string[]; // the first reference of each block
 }
 
-/** Value under d!<docid>. Products are stored with the unit so a look-up is one read. */
+/** A record of units.dat. Products are stored with the unit so a look-up is one read. */
 export interface StoredUnit {
   unit: Omit<Unit, 'licence'>;
   products: string[];
@@ -106,74 +142,28 @@ export interface StoreIndexMeta {
   products: Record<string, ProductIndexStats>;
 }
 
-/**
- * One term of one product's index. Postings are ordered by impact (the term's BM25 contribution)
- * descending, then docid, and cut into chunks of growing size; max[i] is the impact of the first
- * posting of chunk i, i.e. an upper bound of everything from chunk i on. The reader uses these
- * bounds to stop early instead of reading whole lists of frequent terms.
- */
+/** One term of one product's index: where its posting list is in postings.dat. */
 export interface TermHeader {
-  id: number; // termId used in chunk keys and forward vectors
-  df: number;
-  n: number[]; // postings per chunk
-  max: number[]; // impact upper bound per chunk
+  df: number; // postings (units of the product containing the term)
+  blocks: number; // ceil(df / POSTING_BLOCK)
+  at: number; // byte offset of the list in postings.dat (a multiple of 8)
+  bytes: number; // byte length of the list
+  max: number; // the largest impact of the list (= the largest block maximum)
 }
-
-/**
- * A posting chunk: Float64LE [r, impact_1, count_1, ..., impact_r, count_r] followed by
- * Uint32LE docids. The first count_1 docids have impact_1, and so on: postings of equal impact
- * are stored once per run, exactly as the build computed them, so the reader accumulates scores
- * without touching the documents.
- */
-export function encodeChunk(docids: Uint32Array, impacts: Float64Array): Uint8Array {
-  const runs: number[] = [];
-  for (let i = 0; i < impacts.length; i++) {
-    if (runs.length && runs[runs.length - 2] === impacts[i]) runs[runs.length - 1]++;
-    else runs.push(impacts[i], 1);
-  }
-  const head = new Float64Array(1 + runs.length);
-  head[0] = runs.length / 2;
-  head.set(runs, 1);
-  const out = new Uint8Array(head.byteLength + docids.byteLength);
-  out.set(new Uint8Array(head.buffer), 0);
-  out.set(new Uint8Array(docids.buffer, docids.byteOffset, docids.byteLength), head.byteLength);
-  return out;
-}
-
-export function decodeChunk(v: Uint8Array): { runs: Float64Array; docids: Uint32Array } {
-  let buf = v.buffer;
-  let off = v.byteOffset;
-  if (off % 8 !== 0) {
-    // values from LevelDB need not be 8-byte aligned
-    const copy = new Uint8Array(v.byteLength);
-    copy.set(v);
-    buf = copy.buffer;
-    off = 0;
-  }
-  const r = new Float64Array(buf, off, 1)[0];
-  const runs = new Float64Array(buf, off + 8, 2 * r);
-  return { runs, docids: new Uint32Array(buf, off + 8 * (1 + 2 * r), (v.byteLength - 8 * (1 + 2 * r)) / 4) };
-}
-
-/**
- * Ref order: o!<b> holds Uint32LE rank[docid] for docids b * RANK_BLOCK .. (b + 1) * RANK_BLOCK - 1
- * (the last block is shorter), where rank is the position of the unit's ref among all refs of the
- * store in JavaScript string order (UTF-16 code units, the order search results break ties by).
- * The reader breaks score ties with it without reading any unit.
- */
-export const RANK_BLOCK = 1 << 16;
 
 export const BM25 = { k1: 1.2, b: 0.75 } as const;
-
-/** Chunk i holds min(64 * 2^i, 8192) postings: fine-grained bounds where the best hits are. */
-export function chunkSize(i: number): number {
-  return Math.min(64 * 2 ** i, 8192);
-}
 
 export function bm25Idf(docs: number, df: number): number {
   return Math.log(1 + (docs - df + 0.5) / (df + 0.5));
 }
 
+/**
+ * A term's contribution to a unit's score. The build (block maxima) and the reader (every
+ * posting it scores) call this same function with the same numbers, so a block maximum is never
+ * below an impact it bounds. A unit's score is the sum of its impacts over the query's distinct
+ * terms in sorted order (floating-point addition is not associative: the order is part of the
+ * contract, and a brute-force scorer that adds in this order gets the same bits).
+ */
 export function bm25Impact(idf: number, tf: number, dl: number, avgdl: number): number {
   return (idf * (tf * (BM25.k1 + 1))) / (tf + BM25.k1 * (1 - BM25.b + (BM25.b * dl) / avgdl));
 }
@@ -222,8 +212,14 @@ const MAX_TOKEN = 64;
 const keep = (t: string) => t.length >= 2 && t.length <= MAX_TOKEN && !STOP_WORDS.has(t);
 
 export function tokenize(text: string): string[] {
+  // eslint-disable-next-line no-control-regex
+  return /[^\u0000-\u007f]/.test(text) ? tokenizeUnicode(foldText(text)) : tokenizeAscii(text.toLowerCase());
+}
+
+/** The tokenizer on folded text, by its regular expressions (the definition: see above). */
+export function tokenizeUnicode(folded: string): string[] {
   const out: string[] = [];
-  for (const m of foldText(text).matchAll(TERM)) {
+  for (const m of folded.matchAll(TERM)) {
     const t = m[0];
     if (!JOINER.test(t)) {
       if (keep(t)) out.push(t);
@@ -235,30 +231,49 @@ export function tokenize(text: string): string[] {
   return out;
 }
 
-/**
- * Forward vector of one unit: Uint32LE [dl, nTerms, termId_1, tf_1, ...] followed by the unit
- * ref in UTF-8. The reader scores a candidate exactly from it (and breaks score ties by ref).
- */
-export function encodeForward(dl: number, terms: Iterable<[number, number]> & { size?: number; length?: number }, ref: string): Buffer {
-  const n = terms.size ?? terms.length ?? [...terms].length;
-  const out = Buffer.allocUnsafe(8 + n * 8 + Buffer.byteLength(ref, 'utf8'));
-  out.writeUInt32LE(dl, 0);
-  out.writeUInt32LE(n, 4);
-  let at = 8;
-  for (const [id, tf] of terms) {
-    out.writeUInt32LE(id, at);
-    out.writeUInt32LE(tf, at + 4);
-    at += 8;
-  }
-  out.write(ref, at, 'utf8');
-  return out;
-}
+const isAlnum = (c: number) => (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39);
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 
-export function decodeForward(buf: Uint8Array): { dl: number; terms: Map<number, number>; ref: string } {
-  const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  const dl = b.readUInt32LE(0);
-  const n = b.readUInt32LE(4);
-  const terms = new Map<number, number>();
-  for (let i = 0; i < n; i++) terms.set(b.readUInt32LE(8 + i * 8), b.readUInt32LE(12 + i * 8));
-  return { dl, terms, ref: b.toString('utf8', 8 + n * 8) };
+/**
+ * The same tokens as tokenizeUnicode for lower-case ASCII text, by a scan instead of regular
+ * expressions (a unit's text is cut once per build and most are ASCII English): letters and
+ * digits are [a-z0-9]; a run joins the next one across "-", or across "." or "," between digits.
+ */
+export function tokenizeAscii(text: string): string[] {
+  const out: string[] = [];
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    while (i < n && !isAlnum(text.charCodeAt(i))) i++;
+    if (i >= n) break;
+    const start = i;
+    let runs = 0;
+    let runStart = i;
+    // runs of the compound, pushed as parts only once it is known to be one
+    let parts: number[] | null = null;
+    for (;;) {
+      while (i < n && isAlnum(text.charCodeAt(i))) i++;
+      runs++;
+      const c = text.charCodeAt(i);
+      const joins = i + 1 < n && isAlnum(text.charCodeAt(i + 1)) && (c === 0x2d || ((c === 0x2e || c === 0x2c) && isDigit(text.charCodeAt(i - 1)) && isDigit(text.charCodeAt(i + 1))));
+      if (!joins) {
+        if (runs > 1) (parts ??= []).push(runStart, i);
+        break;
+      }
+      (parts ??= []).push(runStart, i);
+      i++;
+      runStart = i;
+    }
+    if (runs === 1) {
+      const t = text.slice(start, i);
+      if (keep(t)) out.push(t);
+      continue;
+    }
+    for (let k = 0; k < parts!.length; k += 2) {
+      const p = text.slice(parts![k], parts![k + 1]);
+      if (keep(p)) out.push(p);
+    }
+    if (i - start <= MAX_TOKEN) out.push(text.slice(start, i));
+  }
+  return out;
 }

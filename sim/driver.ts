@@ -16,12 +16,12 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Level } from 'level';
 import { Challenge, Credential } from 'mppx';
 import { Mppx, stripe } from 'mppx/client';
 import { build } from '../generator/build.ts';
 import { localAddresses } from '../generator/addresses.ts';
-import { CURRENT_FILE, KEY, type StoredUnit } from '../contract/store-format.ts';
+import { CURRENT_FILE } from '../contract/store-format.ts';
+import { unitRecords } from '../contract/unit-records.ts';
 import { drawPriceCents } from '../contract/money.ts';
 import { hashToken, isWellFormedToken } from '../payments/tokens.ts';
 import { generateReceiptKey, ReceiptSigner, verifyReceipt, type Jwks } from '../payments/receipts.ts';
@@ -217,13 +217,10 @@ function findUnitBounds(spec: any): { distinct?: number; items?: number } {
 
 async function readProducts(storeRoot: string, catalogue: any): Promise<ProductInfo[]> {
   const version = readFileSync(join(storeRoot, CURRENT_FILE), 'utf8').trim();
-  const db = new Level<string, string>(join(storeRoot, version), { valueEncoding: 'utf8' });
-  await db.open({ createIfMissing: false });
   const refs = new Map<string, string[]>();
   const words = new Map<string, Set<string>>();
-  try {
-    for await (const v of db.values({ gte: KEY.doc(0), lt: 'd"' })) {
-      const su = JSON.parse(v) as StoredUnit;
+  {
+    for await (const su of unitRecords(join(storeRoot, version))) {
       const text = `${su.unit.title ?? ''} ${su.unit.rows?.[0]?.text?.slice(0, 200) ?? ''}`;
       const ws = (text.match(/[A-Za-z]{6,}/g) ?? []).slice(0, 3).map((w) => w.toLowerCase());
       for (const p of su.products) {
@@ -233,8 +230,6 @@ async function readProducts(storeRoot: string, catalogue: any): Promise<ProductI
         words.set(p, set);
       }
     }
-  } finally {
-    await db.close();
   }
   return (catalogue.products as any[])
     .filter((p) => (refs.get(p.product_id) ?? []).length > 0)

@@ -8,17 +8,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { mergeRuns, RunWriter } from '../generator/store/posting-runs.ts';
 import { tempDir } from './helpers/build.ts';
-
-/** Seeded, so a failure repeats. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from './helpers/random.ts';
 
 test('runs merge term by term, in order, with every pair of every run (terms up to 3 buffers long)', async () => {
   const dir = join(await tempDir('runs'), 'postings');

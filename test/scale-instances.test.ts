@@ -32,7 +32,10 @@ test.before(async () => {
   // A database without the schema: the three instances start at once and migrate it together
   // (payments/ledger/postgres/migrations.ts: a version another instance applied first is skipped).
   ledger = await newLedgerSettings('postgres', { emptyDatabase: true });
-  env = { ...ledgerEnv(ledger), ...sharedSecrets() };
+  // 200 paid draws at once on one balance queue on its row lock: this file is about what they
+  // decide, not how long they may wait, so its bounds are generous (test/ha-bounded-waits has the
+  // bounds); with the defaults (5 s, 4 s) a loaded machine answered some of them 503, nothing charged.
+  env = { ...ledgerEnv(ledger), ...sharedSecrets(), LDS_PG_QUERY_TIMEOUT_MS: '60000', LDS_PG_STATEMENT_TIMEOUT_MS: '50000' };
   inst = await startInstances(fx, env, 3);
 });
 

@@ -3,10 +3,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { appendFile, chmod, mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Level } from 'level';
-import { KEY, RANK_BLOCK } from '../contract/store-format.ts';
-import { BatchWriter } from '../generator/store/batch.ts';
-import { buildUnitStore, copyRefs } from '../generator/store/build-store.ts';
+import { REF_BLOCK } from '../contract/store-format.ts';
+import { buildUnitStore } from '../generator/store/build-store.ts';
+import { RefOrder } from '../generator/store/ref-order.ts';
 import type { CatalogSrc } from '../generator/model.ts';
 import { openUnitStore } from '../payments/store/unit-store.ts';
 import { copyCatalogSrc, tempDir } from './helpers/build.ts';
@@ -22,7 +21,7 @@ test.before(async () => {
   cat = await catalog();
   root = await tempDir('store');
   // a small spill threshold makes the index builder merge many runs, as it does at scale
-  built = await buildUnitStore(cat, opts(root, { runPostings: 2_000 }));
+  built = await buildUnitStore(cat, opts(root, { runPostings: 2_000, runRefs: 1_000 }));
 });
 
 test('counts per product and source equal an independent recount of the fixture files', async () => {
@@ -147,43 +146,91 @@ test('malformed input fails the build with file and line, and leaves the store a
   assert.equal(skipped.products['svc-health-eu']['global.ecdc'], { units: 1240, rows: 1240 });
 });
 
-test('a malformed JSON line in the paragraphs fails with its line number', async () => {
+test('a malformed JSON line in the paragraphs fails with its line number, read by the main thread or by workers', async () => {
   const src = await copyCatalogSrc();
   await appendFile(join(src, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl'), '{"celex_id": "32006D0213", "para_idx": 900, \n');
-  const err = await buildUnitStore(await catalog(src), opts(await tempDir('store-bad-json'))).then(() => null, (e: Error) => e);
-  assert.ok(err);
-  assert.match(err!.message, /data\/eurlex\/multi_eurlex_paragraphs_aligned\.jsonl:750: invalid JSON/);
+  for (const workers of [0, 2]) {
+    const err = await buildUnitStore(await catalog(src), opts(await tempDir('store-bad-json'), { workers, workerBlockBytes: 8 << 10 })).then(() => null, (e: Error) => e);
+    assert.ok(err, `workers: ${workers}`);
+    assert.match(err!.message, /data\/eurlex\/multi_eurlex_paragraphs_aligned\.jsonl:750: invalid JSON/);
+  }
 });
 
-test('ref order: every docid gets the position of its ref in JavaScript string order', async () => {
-  // LevelDB orders the r! keys by UTF-8 bytes, where U+FF5E sorts before U+1F600; JavaScript
-  // (UTF-16 code units: U+1F600 is D83D DE00) puts it after. Enough refs for two RANK_BLOCKs.
+test('docids: every unit gets the position of its reference in JavaScript string order (refs.dat, refs.idx)', async () => {
+  // UTF-8 byte order puts U+FF5E before U+1F600; JavaScript (UTF-16 code units: U+1F600 is
+  // D83D DE00) puts U+1F600 first, and search ties follow JavaScript order. Enough references
+  // for several spilled runs and several REF_BLOCKs.
   const refs = ['x:\u{1F600}', 'x:\uFF5E', 'x:a', 'x:B', 'x:a/10', 'x:a/2', 'fi.finlex:/akn#sec_1'];
-  for (let i = 0; refs.length < RANK_BLOCK + 5; i++) refs.push(`y:${(i * 7919) % 100003}`);
+  for (let i = 0; refs.length < 3 * REF_BLOCK + 5; i++) refs.push(`y:${(i * 7919) % 100003}`);
+  const unique = [...new Set(refs)];
   const dir = await tempDir('store-refs');
-  const open = async (name: string) => {
-    const db = new Level<string, Uint8Array>(join(dir, name), { keyEncoding: 'utf8', valueEncoding: 'view' });
-    await db.open();
-    return db;
-  };
-  const from = await open('from');
-  const to = await open('to');
+  await mkdir(join(dir, 'runs'));
+  const order = new RefOrder(join(dir, 'runs'), 50);
+  for (const [id, ref] of unique.entries()) await order.add(ref, id);
+  const docidOf = await order.finish(join(dir, 'refs.dat'), join(dir, 'refs.idx'));
+  const sorted = [...unique].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  unique.forEach((ref, id) => assert.is(docidOf[id], sorted.indexOf(ref), ref));
+  assert.ok(docidOf[unique.indexOf('x:\u{1F600}')] < docidOf[unique.indexOf('x:\uFF5E')]);
+  // refs.dat: u16 length + UTF-8, in docid order; refs.idx: where each block starts, and its first reference
+  const data = await readFile(join(dir, 'refs.dat'));
+  const read: string[] = [];
+  const starts: number[] = [];
+  for (let at = 0; at < data.length; ) {
+    starts.push(at);
+    const len = data.readUInt16LE(at);
+    read.push(data.toString('utf8', at + 2, at + 2 + len));
+    at += 2 + len;
+  }
+  assert.equal(read, sorted);
+  const index = JSON.parse(await readFile(join(dir, 'refs.idx'), 'utf8'));
+  assert.is(index.count, unique.length);
+  assert.equal(index.first, sorted.filter((_, i) => i % REF_BLOCK === 0));
+  assert.equal(index.offsets, [...starts.filter((_, i) => i % REF_BLOCK === 0), data.length]);
+  // a repeated reference cannot get two docids
+  const again = new RefOrder(join(dir, 'runs2'), 50);
+  await mkdir(join(dir, 'runs2'));
+  for (const [id, ref] of ['a', 'b', 'a'].entries()) await again.add(ref, id);
+  const err = await again.finish(join(dir, 'r2.dat'), join(dir, 'r2.idx')).then(() => null, (e: Error) => e);
+  assert.match(String(err?.message), /reference a is repeated/);
+});
+
+test('the store holds what format 4 says: units.idx points at each docid\'s record, refs.dat in reference order', async () => {
+  const dir = join(root, built.store_version!);
+  const refs: string[] = [];
+  const data = await readFile(join(dir, 'refs.dat'));
+  for (let at = 0; at < data.length; at += 2 + data.readUInt16LE(at)) refs.push(data.toString('utf8', at + 2, at + 2 + data.readUInt16LE(at)));
+  const units = await readFile(join(dir, 'units.dat'));
+  const idx = await readFile(join(dir, 'units.idx'));
+  assert.is(idx.length, refs.length * 12);
+  refs.forEach((ref, docid) => {
+    if (docid > 0) assert.ok(refs[docid - 1] < ref, `${refs[docid - 1]} < ${ref}`);
+    const offset = idx.readUInt32LE(docid * 12) + idx.readUInt32LE(docid * 12 + 4) * 2 ** 32;
+    const length = idx.readUInt32LE(docid * 12 + 8);
+    assert.is(units.readUInt32LE(offset - 4), length);
+    assert.is(JSON.parse(units.toString('utf8', offset, offset + length)).unit.ref, ref);
+  });
+  const scan = await scanStore(dir);
+  assert.equal([...scan.units.map((u) => u.ref)].sort(), refs, 'every record has exactly one docid');
+});
+
+test('ingest workers give the same store as the main thread alone: records, references, counts, search', async () => {
+  // the fixture paragraphs cut into many 8 KiB blocks, handed out to two worker threads in turn
+  const parallelRoot = await tempDir('store-workers');
+  const parallel = await buildUnitStore(cat, opts(parallelRoot, { workers: 2, workerBlockBytes: 8 << 10 }));
+  assert.is(parallel.store_version, built.store_version);
+  assert.equal(parallel.products, built.products);
+  assert.equal(parallel.previews, built.previews);
+  assert.equal(parallel.examples, built.examples);
+  for (const file of ['units.dat', 'units.idx', 'refs.dat', 'refs.idx'])
+    assert.ok((await readFile(join(parallelRoot, parallel.store_version!, file))).equals(await readFile(join(root, built.store_version!, file))), `${file} is the same`);
+  const a = await openUnitStore(root);
+  const b = await openUnitStore(parallelRoot);
   try {
-    const unique = [...new Set(refs)];
-    await from.batch(unique.map((ref, docid) => ({ type: 'put' as const, key: KEY.ref(ref), value: Buffer.from(docid.toString(16).padStart(8, '0')) })));
-    const w = new BatchWriter(to);
-    await copyRefs(from, w, unique.length);
-    await w.flush();
-    const blocks = await to.getMany([KEY.rank(0), KEY.rank(1)]);
-    const ranks = new Uint32Array(Buffer.concat(blocks.map((b) => Buffer.from(b!))).buffer.slice(0));
-    const sorted = [...unique].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    assert.is(ranks.length, unique.length);
-    unique.forEach((ref, docid) => assert.is(ranks[docid], sorted.indexOf(ref), ref));
-    assert.ok(ranks[unique.indexOf('x:\u{1F600}')] < ranks[unique.indexOf('x:\uFF5E')]);
-    for (const ref of unique.slice(0, 20)) assert.is(Buffer.from((await to.get(KEY.ref(ref)))!).toString(), Buffer.from((await from.get(KEY.ref(ref)))!).toString());
+    for (const q of ['regulation application council', 'export refunds', 'milk producers Portugal', 'member states shall'])
+      for (const pid of ['svc-agriculture-eu', 'svc-finance-eu']) assert.equal(await b.rank(pid, q, 40), await a.rank(pid, q, 40), `${pid} "${q}"`);
   } finally {
-    await from.close();
-    await to.close();
+    await a.close();
+    await b.close();
   }
 });
 

@@ -3,7 +3,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Level } from 'level';
 import { tokenize } from '../contract/store-format.ts';
 import { buildUnitStore } from '../generator/store/build-store.ts';
 import type { CatalogSrc } from '../generator/model.ts';
@@ -97,6 +99,10 @@ function searchable(u: (typeof scanned)[number]): string {
 
 /** BM25 (k1 1.2, b 0.75) computed by brute force over every unit of a product, of every source. */
 function bruteForce(pid: string, query: string, limit: number): string[] {
+  return bruteForceScored(pid, query, limit).map((d) => d.ref);
+}
+
+function bruteForceScored(pid: string, query: string, limit: number): { ref: string; score: number }[] {
   const docs = scanned
     .filter((u) => u.products.includes(pid))
     .map((u) => ({ ref: u.ref, tokens: tokenize(searchable(u)) }))
@@ -115,7 +121,7 @@ function bruteForce(pid: string, query: string, limit: number): string[] {
     return { ref: d.ref, score };
   }).filter((d) => d.score > 0);
   scored.sort((a, b) => b.score - a.score || (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
-  return scored.slice(0, limit).map((d) => d.ref);
+  return scored.slice(0, limit);
 }
 
 const cases: [string, string][] = [
@@ -155,10 +161,9 @@ test('ranking equals brute-force BM25 over the product (score, then unit id)', a
   }
 });
 
-test('every reading strategy of the search gives the brute-force ranking', async () => {
-  // The fixture lists are short enough to be read in one round; these settings make the reader
-  // read one chunk at a time, prune, and finish either from forward vectors or from the lists;
-  // `dense: 1` makes the per-document arrays grow during the search.
+test('scores too: the store top k equals brute-force BM25 in references and scores, limits 1 to 100', async () => {
+  // docids are positions in reference order (contract/store-format.ts D1)
+  const byDocid = scanned.map((u) => u.ref).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const more: [string, string][] = [
     ['svc-agriculture-eu', 'regulation application council'],
     ['svc-agriculture-eu', 'council implementing regulation'],
@@ -166,24 +171,14 @@ test('every reading strategy of the search gives the brute-force ranking', async
     ['svc-agriculture-eu', 'products following market'],
     ['svc-finance-eu', 'regulation'],
     ['svc-finance-eu', 'member states commission'],
+    ['svc-finance-eu', 'member states commission zzzyxw'],
   ];
-  await store.close(); // one handle per store and process
-  try {
-    for (const tuning of [{ round: 1, forwardCost: 0 }, { round: 1, forwardCost: 1e12, dense: 1 }, { round: 1, forwardCost: 30 }, { round: 200, forwardCost: 3, dense: 1 }]) {
-      const s = await openUnitStore(root, tuning);
-      try {
-        for (const [pid, q] of [...cases, ...more]) {
-          for (const limit of [1, 3, 10, 40]) {
-            const got = (await s.search(pid, q, limit)).map((u) => u.ref);
-            assert.equal(got, bruteForce(pid, q, limit), `${pid} "${q}" limit ${limit} ${JSON.stringify(tuning)}`);
-          }
-        }
-      } finally {
-        await s.close();
-      }
+  for (const [pid, q] of [...cases, ...more]) {
+    const expected = bruteForceScored(pid, q, 100);
+    for (const limit of [1, 3, 10, 40, 100]) {
+      const got = (await store.rank(pid, q, limit)).map((h) => ({ ref: byDocid[h.docid], score: h.score }));
+      assert.equal(got, expected.slice(0, limit), `${pid} "${q}" limit ${limit}`);
     }
-  } finally {
-    store = await openUnitStore(root);
   }
 });
 
@@ -228,6 +223,28 @@ test('look-up by reference: in request order, unknown references reported', asyn
   const h = await store.getUnits('svc-health-eu', ['global.ecdc:AT/cases/2023-27']);
   assert.equal(h.units[0].record?.location_name, 'Austria');
   assert.is(h.units[0].rows.length, 1);
+});
+
+test('a store of an older format is refused with one line saying to rebuild with lds build', async () => {
+  // what a format-3 store (one LevelDB, units under d!<docid>) holds at its keys meta, licences and index
+  const old = await tempDir('store-format-3');
+  const version = 'store-0123456789ab';
+  const db = new Level<string, string>(join(old, version));
+  await db.open();
+  await db.batch([
+    { type: 'put', key: 'meta', value: JSON.stringify({ format: 3, store_version: version, built_at: BUILT_AT, products: {} }) },
+    { type: 'put', key: 'licences', value: '{}' },
+    { type: 'put', key: 'index', value: JSON.stringify({ tokenizer: 'fold-nfkd-compound-en-stop-v2', doc_count: 1, bm25: { k1: 1.2, b: 0.75 }, products: {} }) },
+    { type: 'put', key: 'd!00000000', value: '{}' },
+  ]);
+  await db.close();
+  await writeFile(join(old, 'CURRENT'), `${version}\n`);
+  const err = await openUnitStore(old).then(() => null, (e: Error) => e);
+  assert.ok(err, 'an old store must not open');
+  assert.match(err!.message, /format 3/);
+  assert.match(err!.message, /format 4/);
+  assert.match(err!.message, /rebuild it with lds build/);
+  assert.not.match(err!.message, /\n/, 'one line');
 });
 
 test.run();

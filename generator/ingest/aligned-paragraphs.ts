@@ -2,7 +2,7 @@
 // per line, {celex_id, para_idx, pivot_lang, langs, text: {lang: paragraph}}, as cut from
 // MultiEURLEX. Streams the file; every record is checked before it is yielded.
 import { type BadRecordHandler, IngestError } from './errors.ts';
-import { isObject, readJsonLines } from './lines.ts';
+import { isObject, jsonLine, readLines, type Line } from './lines.ts';
 
 export interface AlignedParagraph {
   file: string;
@@ -39,13 +39,19 @@ export function checkAlignedParagraph(v: unknown): { ok: true; value: Omit<Align
   return { ok: true, value: { celex: celex_id, para: para_idx, pivot: pivot_lang, versions } };
 }
 
+/** One line of the file: a paragraph, nothing (a blank line), or why the line is bad. */
+export function alignedParagraphOf(l: Line, displayName: string): { ok: true; value: AlignedParagraph } | { ok: false; reason: string } | null {
+  const parsed = jsonLine(l);
+  if (parsed === null || !parsed.ok) return parsed;
+  const checked = checkAlignedParagraph(parsed.value);
+  return checked.ok ? { ok: true, value: { file: displayName, line: l.line, ...checked.value } } : checked;
+}
+
 export async function* readAlignedParagraphs(file: string, displayName: string, onBad: BadRecordHandler): AsyncGenerator<AlignedParagraph> {
-  for await (const { line, value } of readJsonLines(file, displayName, onBad)) {
-    const checked = checkAlignedParagraph(value);
-    if (!checked.ok) {
-      onBad(new IngestError(displayName, String(line), checked.reason));
-      continue;
-    }
-    yield { file: displayName, line, ...checked.value };
+  for await (const l of readLines(file)) {
+    const p = alignedParagraphOf(l, displayName);
+    if (p === null) continue;
+    if (!p.ok) onBad(new IngestError(displayName, String(l.line), p.reason));
+    else yield p.value;
   }
 }

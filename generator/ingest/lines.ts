@@ -13,7 +13,8 @@ export interface Line {
 }
 
 // Decoding replaces invalid bytes with U+FFFD; only a line that shows one needs the exact check.
-function decode(buf: Buffer, start: number, end: number, line: number): Line {
+export function decodeLine(buf: Buffer, start: number, end: number, line: number): Line {
+  if (end > start && buf[end - 1] === 13) end--; // tolerate CRLF
   const text = buf.toString('utf8', start, end);
   return { line, text, utf8: !text.includes('\uFFFD') || isUtf8(buf.subarray(start, end)) };
 }
@@ -22,21 +23,23 @@ export async function* readLines(file: string): AsyncGenerator<Line> {
   let line = 0;
   let carry: Buffer | null = null;
   for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
-    let buf: Buffer = carry ? Buffer.concat([carry, chunk]) : chunk;
-    carry = null;
     let start = 0;
-    for (let nl = buf.indexOf(10, start); nl !== -1; nl = buf.indexOf(10, start)) {
-      const end = nl > start && buf[nl - 1] === 13 ? nl - 1 : nl; // tolerate CRLF
-      yield decode(buf, start, end, ++line);
+    let nl = chunk.indexOf(10);
+    if (carry && nl !== -1) {
+      // the line that spans the two chunks: join only its bytes
+      const joined = Buffer.concat([carry, chunk.subarray(0, nl)]);
+      yield decodeLine(joined, 0, joined.length, ++line);
+      carry = null;
+      start = nl + 1;
+      nl = chunk.indexOf(10, start);
+    }
+    for (; nl !== -1; nl = chunk.indexOf(10, start)) {
+      yield decodeLine(chunk, start, nl, ++line);
       start = nl + 1;
     }
-    if (start < buf.length) carry = buf.subarray(start);
-    buf = Buffer.alloc(0);
+    if (start < chunk.length) carry = carry ? Buffer.concat([carry, chunk]) : chunk.subarray(start);
   }
-  if (carry && carry.length) {
-    const end = carry[carry.length - 1] === 13 ? carry.length - 1 : carry.length;
-    yield decode(carry, 0, end, ++line);
-  }
+  if (carry && carry.length) yield decodeLine(carry, 0, carry.length, ++line);
 }
 
 /** Parses one JSON line; a syntax error becomes a located IngestError message. */
@@ -50,23 +53,26 @@ export function parseJsonLine(text: string): { ok: true; value: unknown } | { ok
 
 export const NOT_UTF8 = 'not valid UTF-8 (the file must be UTF-8 encoded)';
 
+/** One line of a JSON Lines file: a value, nothing (a blank line is not a record), or why it is bad. */
+export function jsonLine({ text, utf8 }: Line): { ok: true; value: unknown } | { ok: false; reason: string } | null {
+  if (text.trim() === '') return null; // a trailing blank line is not a record
+  if (!utf8) return { ok: false, reason: NOT_UTF8 };
+  return parseJsonLine(text);
+}
+
 /**
  * JSON Lines: one parsed value per non-blank line. A line that is not UTF-8 or not JSON goes to
  * onBad with its line number (a truncated file ends in such a line).
  */
 export async function* readJsonLines(file: string, displayName: string, onBad: BadRecordHandler): AsyncGenerator<{ line: number; value: unknown }> {
-  for await (const { line, text, utf8 } of readLines(file)) {
-    if (text.trim() === '') continue; // a trailing blank line is not a record
-    if (!utf8) {
-      onBad(new IngestError(displayName, String(line), NOT_UTF8));
-      continue;
-    }
-    const parsed = parseJsonLine(text);
+  for await (const l of readLines(file)) {
+    const parsed = jsonLine(l);
+    if (parsed === null) continue;
     if (!parsed.ok) {
-      onBad(new IngestError(displayName, String(line), parsed.reason));
+      onBad(new IngestError(displayName, String(l.line), parsed.reason));
       continue;
     }
-    yield { line, value: parsed.value };
+    yield { line: l.line, value: parsed.value };
   }
 }
 

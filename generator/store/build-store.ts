@@ -1,29 +1,29 @@
 // Builds the private unit store from catalog-src: ingests every served source through its
 // adapter, routes EUR-Lex material through EuroVoc, writes units, product membership and the
-// per-product BM25 indexes into a new LevelDB, and switches CURRENT to it only once it is
-// complete. Held sources are never opened. Counts in the returned summary are what was written.
+// per-product BM25 indexes into a new store folder (format: contract/store-format.ts), and
+// switches CURRENT to it only once it is complete. Held sources are never opened. Counts in the
+// returned summary are what was written.
 //
-// Write order matters for speed at scale: during ingestion the store only receives d!<docid>
-// records, in key order; everything written in another order (ref index, forward vectors, index
-// runs, Akoma Ntoso staging) goes to a scratch LevelDB or file and is copied in key order at the
-// end, so LevelDB never has to rewrite overlapping files.
+// Every large thing is written once, front to back, as plain files: unit records as they are read
+// (unit-file.ts), references in sorted runs merged at the end (ref-order.ts), postings in sorted
+// runs merged term by term at the end (index-writer.ts). The LevelDB of the store only takes the
+// small keyed part (meta, licences, statistics, term headers); a scratch LevelDB is opened only
+// for sources whose records must be grouped first (staging.ts).
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { privateDir } from '../../contract/private-dir.ts';
-import { once } from 'node:events';
 import { join, resolve } from 'node:path';
 import { Level } from 'level';
 import {
   KEY,
-  RANK_BLOCK,
+  STORE_FILES,
   STORE_FORMAT,
   TOKENIZER,
   BM25,
-  hex,
   type StoreIndexMeta,
   type StoreMeta,
   type StoreProductMeta,
+  type StoredUnit,
   type UnitLicence,
 } from '../../contract/store-format.ts';
 import { readActs } from '../ingest/acts.ts';
@@ -34,13 +34,16 @@ import { BatchWriter, type Db } from './batch.ts';
 import { IndexWriter } from './index-writer.ts';
 import { ingestSpec } from './ingest-spec.ts';
 import { PreviewPicker } from './preview.ts';
+import { RefOrder } from './ref-order.ts';
 import { RefHashSet } from './ref-set.ts';
 import { fsyncTree, removeStaleTemp, tmpName } from '../durable.ts';
 import { publishStore, pruneStores } from './publish.ts';
 import { formatReport, type SourceReport } from './report.ts';
 import { compileRule, routeAct, type RouteResult, type RoutingRule } from './routing.ts';
 import { Staging } from './staging.ts';
-import { unitLicence, type BuiltUnit } from './units.ts';
+import { UnitFile } from './unit-file.ts';
+import { prepare, type PreparedUnit } from './prepared.ts';
+import { unitLicence } from './units.ts';
 
 export interface BuildStoreOptions {
   storeRoot: string;
@@ -49,6 +52,16 @@ export interface BuildStoreOptions {
   progress?: (msg: string) => void;
   /** Postings buffered in memory before a run is spilled (tests lower it to exercise spilling). */
   runPostings?: number;
+  /** References buffered in memory before a run is spilled (tests lower it likewise). */
+  runRefs?: number;
+  /**
+   * Threads that turn the lines of large JSON Lines files into units beside the main one: default
+   * one per core for files of PARALLEL_MIN_BYTES or more; 0 reads every file on the main thread;
+   * tests give a number to use them on the small fixture files too.
+   */
+  workers?: number;
+  /** Bytes of lines per block handed to a worker (tests lower it to cut a small file into many blocks). */
+  workerBlockBytes?: number;
   /** Store versions never pruned besides the new and the previous one: the one the served dist/ names (build.ts). */
   keepVersions?: string[];
 }
@@ -98,93 +111,20 @@ function routingNotes(
   return out;
 }
 
-const openDb = async (dir: string, big: boolean): Promise<Db> => {
-  // A large write buffer for the store: fewer, bigger level-0 tables. Scratch data is short-lived,
-  // so it skips compression. Tables of 16 MiB, not larger: LevelDB reads a compaction's inputs
-  // (up to 25 tables' worth) through mmap, and those pages count in the build's RSS until the
-  // inputs are deleted. With 64 MiB tables the 5M-unit benchmark build peaked at ~1 GiB of such
-  // pages; with 16 MiB at 0.28 GiB, in the same time (BENCHMARKS.md). The reader keeps up to 1,000
-  // tables open (classic-level's default): ~16 GB of store, about 6M units.
+/** The LevelDB of the store (small: meta, statistics, term headers) or the scratch one (staging). */
+const openDb = async (dir: string): Promise<Db> => {
   const db = new Level<string, Uint8Array>(dir, {
     keyEncoding: 'utf8',
     valueEncoding: 'view',
     createIfMissing: true,
     errorIfExists: true,
-    compression: big,
-    writeBufferSize: big ? 32 << 20 : 16 << 20,
+    writeBufferSize: 16 << 20,
     maxFileSize: 16 << 20,
     cacheSize: 4 << 20,
   });
   await db.open();
   return db;
 };
-
-/** Forward vectors arrive in docid order; a flat file keeps them until the store can take them in order. */
-class ForwardSpool {
-  private readonly out;
-  constructor(readonly path: string) {
-    this.out = createWriteStream(path);
-  }
-  async append(docid: number, fwd: Buffer): Promise<void> {
-    const head = Buffer.alloc(8);
-    head.writeUInt32LE(docid, 0);
-    head.writeUInt32LE(fwd.length, 4);
-    this.out.write(head);
-    if (!this.out.write(fwd)) await once(this.out, 'drain');
-  }
-  async close(): Promise<void> {
-    this.out.end();
-    await once(this.out, 'close');
-  }
-  async copyInto(w: BatchWriter): Promise<void> {
-    let pending: Buffer = Buffer.alloc(0);
-    for await (const chunk of createReadStream(this.path, { highWaterMark: 1 << 20 })) {
-      pending = pending.length ? Buffer.concat([pending, chunk as Buffer]) : (chunk as Buffer);
-      let off = 0;
-      while (pending.length - off >= 8) {
-        const docid = pending.readUInt32LE(off);
-        const len = pending.readUInt32LE(off + 4);
-        if (pending.length - off - 8 < len) break;
-        await w.put(KEY.forward(docid), pending.subarray(off + 8, off + 8 + len)); // read chunks are never reused
-        off += 8 + len;
-      }
-      pending = pending.subarray(off);
-    }
-  }
-}
-
-/**
- * Copies the r!<ref> -> docid entries of the scratch database into the store, in key order, and
- * writes the ref order (o!<block>, see RANK_BLOCK) that the reader breaks score ties with.
- */
-export async function copyRefs(from: Db, w: BatchWriter, docs: number): Promise<void> {
-  const ranks = new Uint32Array(docs);
-  const range = { gte: 'r!', lt: 'r~' };
-  const docidOf = (v: Uint8Array) => parseInt(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8'), 16);
-  let i = 0;
-  let prev: string | null = null;
-  let inJsOrder = true;
-  for await (const [key, value] of from.iterator(range)) {
-    await w.put(key, value.slice());
-    const ref = key.slice(2);
-    if (prev !== null && !(prev < ref)) inJsOrder = false;
-    prev = ref;
-    ranks[docidOf(value)] = i++;
-  }
-  if (i !== docs) throw new Error(`unit store: ${i} references for ${docs} units`);
-  if (!inJsOrder) {
-    // LevelDB orders keys by UTF-8 bytes, JavaScript strings by UTF-16 code units; the two differ
-    // only for characters beyond U+FFFF. Rare: sort once more in the order the reader uses.
-    const all: [string, number][] = [];
-    for await (const [key, value] of from.iterator(range)) all.push([key.slice(2), docidOf(value)]);
-    all.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    all.forEach(([, d], r) => (ranks[d] = r));
-  }
-  for (let b = 0; b * RANK_BLOCK < docs; b++) {
-    const part = ranks.subarray(b * RANK_BLOCK, Math.min(docs, (b + 1) * RANK_BLOCK));
-    await w.put(KEY.rank(b), new Uint8Array(part.buffer, part.byteOffset, part.byteLength));
-  }
-}
 
 export async function buildUnitStore(
   cat: CatalogSrc,
@@ -207,63 +147,78 @@ export async function buildUnitStore(
 
   const storeDir = join(root, tmpName('store'));
   const scratchDir = join(root, tmpName('scratch'));
-  const spoolPath = join(root, tmpName('forward'));
   const runDir = join(root, tmpName('postings'));
+  const refRunDir = join(root, tmpName('refs'));
   let db: Db | null = null;
-  let scratch: Db | null = null;
-  let spool: ForwardSpool | null = null;
+  let scratch = null as Db | null;
+  let units: UnitFile | null = null;
 
   try {
-    db = await openDb(storeDir, true);
-    scratch = await openDb(scratchDir, false);
-    spool = new ForwardSpool(spoolPath);
+    db = await openDb(storeDir);
+    await mkdir(refRunDir);
+    units = await UnitFile.create(join(storeDir, STORE_FILES.units));
+    const unitFile = units;
     const out = new BatchWriter(db);
-    const side = new BatchWriter(scratch);
+    // the scratch database, opened when a source first stages records
+    let side: { db: Db; w: BatchWriter } | null = null;
+    const staging = async () => {
+      if (!side) {
+        scratch = await openDb(scratchDir);
+        side = { db: scratch, w: new BatchWriter(scratch) };
+      }
+      return side;
+    };
     const index = new IndexWriter(productIds, runDir, opts.runPostings);
     for (const p of cat.products) index.watch(p.product_id, p.example_query);
+    const refOrder = new RefOrder(refRunDir, opts.runRefs);
     const previews = new PreviewPicker();
     const hash = createHash('sha256');
     const refs = new RefHashSet();
-    let nextDoc = 0;
-
+    const collided = new Set<string>(); // references whose hash pair an earlier, different reference has
+    const productJson = new WeakMap<string[], string>(); // product lists are shared by the units of an act
     const counts: Record<string, Record<string, { rows: number; units: number }>> = {};
     for (const p of cat.products) counts[p.product_id] = Object.fromEntries(p.sources.map((s) => [s.source, { rows: 0, units: 0 }]));
     const reports = new Map<string, SourceReport>();
     const licences: Record<string, UnitLicence> = {};
 
+    /** true when a unit of this reference is already stored. */
+    const stored = async (ref: string, id: number): Promise<boolean> => {
+      const prior = refs.add(ref, id);
+      if (prior < 0) return false;
+      // same hashes as an earlier reference: compare with it
+      if (collided.has(ref) || (JSON.parse(await unitFile.read(prior)) as StoredUnit).unit.ref === ref) return true;
+      collided.add(ref);
+      return false;
+    };
+
     /** Stores one unit in the given products (none: counted as routed nowhere, not stored). */
-    const emit = async (rep: SourceReport, b: BuiltUnit, products: string[], file: string, where: string) => {
+    const emit = async (rep: SourceReport, u: PreparedUnit, products: string[], file: string, where: string) => {
       rep.records++;
       if (products.length === 0) {
         rep.unrouted++;
         return;
       }
-      const { ref } = b.unit;
-      if (!refs.add(ref)) {
-        // same hashes as an earlier reference: confirm against the references written so far
-        await side.flush();
-        if ((await scratch!.get(KEY.ref(ref))) !== undefined) {
-          onBad(new IngestError(file, where, `duplicate unit ${ref}`));
-          rep.duplicates++;
-          return;
-        }
+      const { ref } = u;
+      if (await stored(ref, unitFile.count)) {
+        onBad(new IngestError(file, where, `duplicate unit ${ref}`));
+        rep.duplicates++;
+        return;
       }
-      const docid = nextDoc++;
-      const body = Buffer.from(JSON.stringify({ unit: b.unit, products }));
-      hash.update(body).update('\n');
-      await out.put(KEY.doc(docid), body);
-      await side.put(KEY.ref(ref), Buffer.from(hex(docid, 8)));
-      const fwd = await index.add(docid, ref, b.searchText, products);
-      if (fwd) await spool!.append(docid, fwd);
+      let productsJson = productJson.get(products);
+      if (productsJson === undefined) productJson.set(products, (productsJson = JSON.stringify(products)));
+      const id = await unitFile.append(u.json, productsJson);
+      hash.update(u.digest).update(`${productsJson}\n`);
+      await refOrder.add(ref, id);
+      await index.addTerms(id, u.termIds, u.tfs, u.termStart, u.termEnd, u.dl, products);
       rep.units++;
-      rep.rows += b.unit.rows.length;
+      rep.rows += u.rows;
       for (const pid of products) {
         const c = counts[pid][rep.source];
         c.units++;
-        c.rows += b.unit.rows.length;
+        c.rows += u.rows;
       }
-      previews.offer(products, b);
-      if (nextDoc % 100_000 === 0) progress(`ingest: ${nextDoc} units`);
+      previews.offer(products, rep.source, u.group, u.unit);
+      if (unitFile.count % 100_000 === 0) progress(`ingest: ${unitFile.count} units`);
     };
 
     // EuroVoc tables come from a served source's 'eurovoc' data (never from a held one).
@@ -321,22 +276,26 @@ export async function buildUnitStore(
           listed,
           rep,
           onBad,
-          emit: (b, products, file, where) => emit(rep, b, products, file, where),
+          emit: (b, products, file, where) => emit(rep, prepare(b, index), products, file, where),
+          emitPrepared: (u, products, file, where) => emit(rep, u, products, file, where),
+          index,
+          workers: opts.workers,
+          workerBlockBytes: opts.workerBlockBytes,
           routesFor,
           routeAct: routeInline,
-          staging: <T>(name: string) => new Staging<T>(scratch!, side, `s!${name}!`),
+          staging: <T>(name: string) => new Staging<T>(staging, `s!${name}!`),
         });
       }
     }
 
-    await out.flush();
-    await side.flush();
-    await spool.close();
-    progress(`ingest done: ${nextDoc} units; building the search index`);
-    const idx = await index.finish(out, progress);
-    progress(`index: ${idx.terms} terms, ${idx.postings} postings; copying look-up tables`);
-    await spool.copyInto(out);
-    await copyRefs(scratch, out, nextDoc);
+    const nextDoc = unitFile.count;
+    progress(`ingest done: ${nextDoc} units; putting references in order`);
+    const docidOf = await refOrder.finish(join(storeDir, STORE_FILES.refs), join(storeDir, STORE_FILES.refIndex));
+    await unitFile.finish(join(storeDir, STORE_FILES.unitIndex), docidOf);
+    units = null;
+    progress('building the search index');
+    const idx = await index.finish(docidOf, { lengths: join(storeDir, STORE_FILES.lengths), postings: join(storeDir, STORE_FILES.postings) }, out, progress);
+    progress(`index: ${idx.terms} terms, ${idx.postings} postings`);
 
     hash.update(JSON.stringify(Object.entries(licences).sort()));
     hash.update(`\nformat ${STORE_FORMAT}`);
@@ -359,11 +318,11 @@ export async function buildUnitStore(
     await db.put(KEY.meta, Buffer.from(JSON.stringify(meta)), { sync: true });
     await db.close();
     db = null;
-    await scratch.close();
+    await scratch?.close();
     scratch = null;
     await rm(scratchDir, { recursive: true, force: true });
-    await rm(spoolPath, { force: true });
     await rm(runDir, { recursive: true, force: true });
+    await rm(refRunDir, { recursive: true, force: true });
     await fsyncTree(storeDir);
 
     const { previous, reused } = await publishStore(root, storeDir, storeVersion);
@@ -392,11 +351,11 @@ export async function buildUnitStore(
   } catch (err) {
     await db?.close().catch(() => {});
     await scratch?.close().catch(() => {});
-    await spool?.close().catch(() => {});
+    await units?.abort();
     await rm(storeDir, { recursive: true, force: true });
     await rm(scratchDir, { recursive: true, force: true });
-    await rm(spoolPath, { force: true });
     await rm(runDir, { recursive: true, force: true });
+    await rm(refRunDir, { recursive: true, force: true });
     throw err;
   }
 }

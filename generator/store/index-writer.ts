@@ -1,47 +1,46 @@
 // Builds the per-product BM25 indexes with bounded memory.
 //
-// While units stream in, postings (docid, tf) are collected per product and term and spilled as
-// sorted run files (posting-runs.ts) whenever the buffer holds `runPostings` postings. BM25
-// impacts need the final document count, df and average length, so they are computed only at the
-// end: finish() merges the runs term by term, orders each term's postings by impact
-// (a counting sort over the few distinct impact values, so it is linear), cuts them into chunks
-// of growing size and writes chunks and term headers into the store. The per-term work arrays
-// are kept from one term to the next: the largest term sets the memory, not the sum of them.
+// While units stream in, postings (ingestion number, tf) are collected per product and term and
+// spilled as sorted run files (posting-runs.ts) whenever the buffer holds `runPostings` postings.
+// Docids (reference order, D1) and the BM25 statistics are known only at the end: finish() merges
+// the runs term by term, maps each posting to its docid, sorts a list only when reference order
+// differs from ingestion order, and appends the term's posting list (contract/posting-list.ts) to
+// postings.dat with its header in the LevelDB. The per-term work arrays are kept from one term to
+// the next: the largest term sets the memory, not the sum of them.
+import { writeFile } from 'node:fs/promises';
 import { endianness } from 'node:os';
-import {
-  KEY,
-  bm25Idf,
-  bm25Impact,
-  chunkSize,
-  encodeChunk,
-  encodeForward,
-  tokenize,
-  type ProductIndexStats,
-  type TermHeader,
-} from '../../contract/store-format.ts';
+import { encodePostingList, POSTING_BLOCK } from '../../contract/posting-list.ts';
+import { KEY, bm25Idf, tokenize, type ProductIndexStats, type TermHeader } from '../../contract/store-format.ts';
 import type { BatchWriter } from './batch.ts';
+import { FileWriter } from './file-io.ts';
 import { mergeRuns, RunWriter } from './posting-runs.ts';
 
 if (endianness() !== 'LE') throw new Error('the unit store index is little-endian; this machine is not');
 
-/** writeTerm's work arrays for terms of up to `size` postings. */
+/** A posting's sort key while a list is put in docid order: docid * 2^21 + tf (exact below 2^53). */
+const TF_SPAN = 2 ** 21;
+
+/** finish()'s work arrays for terms of up to `size` postings. */
 function workArrays(size: number) {
-  return { group: new Uint32Array(size), docids: new Uint32Array(size), sorted: new Uint32Array(size), impacts: new Float64Array(size) };
+  return { docids: new Uint32Array(size), tfs: new Uint32Array(size), dls: new Uint32Array(size), keys: new Float64Array(size) };
 }
 
-class Postings {
-  buf = new Uint32Array(16);
-  n = 0; // pairs
-  push(docid: number, tf: number) {
-    if (this.n * 2 + 2 > this.buf.length) {
-      const next = new Uint32Array(this.buf.length * 2);
-      next.set(this.buf);
-      this.buf = next;
-    }
-    this.buf[this.n * 2] = docid;
-    this.buf[this.n * 2 + 1] = tf;
-    this.n++;
-  }
+/** Appends a posting list to postings.dat at the next multiple of 8 bytes (P lists are 8-byte aligned); returns where it starts. */
+async function appendList(out: FileWriter, list: Uint8Array): Promise<number> {
+  const pad = (8 - (out.position % 8)) % 8;
+  if (pad) await out.write(ZEROS.subarray(0, pad));
+  const at = out.position;
+  await out.write(list);
+  return at;
+}
+const ZEROS = new Uint8Array(8);
+
+/** A growable Uint32Array. */
+function ensure(a: Uint32Array<ArrayBuffer>, n: number): Uint32Array<ArrayBuffer> {
+  if (a.length >= n) return a;
+  const next = new Uint32Array(Math.max(n, a.length * 2));
+  next.set(a);
+  return next;
 }
 
 export class IndexWriter {
@@ -50,16 +49,21 @@ export class IndexWriter {
   private readonly productIds: string[];
   private readonly productIndex: Map<string, number>;
   private readonly stats: ProductIndexStats[];
-  private buffer: (Postings | undefined)[][]; // per product, by termId
-  private readonly tf = new Map<number, number>();
+  /** Per product: the postings since the last spill, as (term, unit, tf) triples, in unit order. */
+  private logs: Uint32Array<ArrayBuffer>[];
+  private logLength: number[];
   private buffered = 0;
   private runs = 0;
-  private docLen = new Uint32Array(1 << 16);
-  private docs = 0; // highest docid + 1
+  private docLen = new Uint32Array(1 << 16) as Uint32Array<ArrayBuffer>; // by ingestion number
+  private docs = 0; // highest ingestion number + 1
+  /** termsOf's counts by term id (zero between calls) and its results. */
+  private tfOf = new Uint32Array(1024) as Uint32Array<ArrayBuffer>;
+  private unitTerms = new Uint32Array(256) as Uint32Array<ArrayBuffer>;
+  private unitTfs = new Uint32Array(256) as Uint32Array<ArrayBuffer>;
   /** Per product index: the words of its example query, and (during finish) the units they occur in. */
   private readonly watched = new Map<number, { query: string; terms: Set<string>; hits: Uint8Array | null; matches: number }>();
 
-  /** Work arrays of writeTerm, grown to the largest term seen. */
+  /** Work arrays of finish, grown to the largest term seen. */
   private work = workArrays(0);
 
   constructor(
@@ -71,64 +75,107 @@ export class IndexWriter {
     this.productIds = [...productIds].sort();
     this.productIndex = new Map(this.productIds.map((p, i) => [p, i]));
     this.stats = this.productIds.map(() => ({ docs: 0, total_len: 0 }));
-    this.buffer = this.productIds.map(() => []);
+    this.logs = this.productIds.map(() => new Uint32Array(3 * 1024));
+    this.logLength = this.productIds.map(() => 0);
+  }
+
+  /** The id of a term: ids are given in the order terms are first seen. */
+  termId(term: string): number {
+    let id = this.vocab.get(term);
+    if (id === undefined) {
+      id = this.terms.length;
+      this.vocab.set(term, id);
+      this.terms.push(term);
+    }
+    return id;
   }
 
   /**
-   * Indexes one unit's text for the given products and returns its forward vector (stored under
-   * f!<docid>), or null when the text has no searchable word.
+   * A text's distinct terms (ids, first-seen order) and their counts, and its token count (dl).
+   * The arrays are reused: valid until the next call.
    */
-  async add(docid: number, ref: string, text: string, products: string[]): Promise<Buffer | null> {
+  termsOf(text: string): { ids: Uint32Array; tfs: Uint32Array; n: number; dl: number } {
     const tokens = tokenize(text);
-    if (tokens.length === 0) return null;
-    const tf = this.tf; // reused: this runs once per unit
-    tf.clear();
+    let n = 0;
     for (const t of tokens) {
-      let id = this.vocab.get(t);
-      if (id === undefined) {
-        id = this.terms.length;
-        this.vocab.set(t, id);
-        this.terms.push(t);
+      const id = this.termId(t);
+      if (id >= this.tfOf.length) this.tfOf = ensure(this.tfOf, id + 1);
+      if (this.tfOf[id]++ === 0) {
+        if (n === this.unitTerms.length) this.unitTerms = ensure(this.unitTerms, n + 1);
+        this.unitTerms[n++] = id;
       }
-      tf.set(id, (tf.get(id) ?? 0) + 1);
     }
-    if (docid >= this.docLen.length) {
-      const next = new Uint32Array(Math.max(docid + 1, this.docLen.length * 2));
-      next.set(this.docLen);
-      this.docLen = next;
+    if (this.unitTfs.length < n) this.unitTfs = ensure(this.unitTfs, n);
+    for (let i = 0; i < n; i++) {
+      this.unitTfs[i] = this.tfOf[this.unitTerms[i]];
+      this.tfOf[this.unitTerms[i]] = 0;
     }
-    this.docLen[docid] = tokens.length;
-    this.docs = Math.max(this.docs, docid + 1);
+    return { ids: this.unitTerms, tfs: this.unitTfs, n, dl: tokens.length };
+  }
+
+  /**
+   * Indexes one unit (ingestion number `unit`) for the given products by its distinct terms
+   * ids[from .. to), their counts tfs[from .. to) and its token count.
+   */
+  async addTerms(unit: number, ids: Uint32Array, tfs: Uint32Array, from: number, to: number, dl: number, products: string[]): Promise<void> {
+    const n = to - from;
+    if (n === 0) return;
+    if (!(unit >= this.docs)) throw new Error(`index: unit ${unit} indexed after unit ${this.docs - 1}`); // postings stay in unit order
+    if (unit >= this.docLen.length) this.docLen = ensure(this.docLen, unit + 1);
+    this.docLen[unit] = dl;
+    this.docs = unit + 1;
     for (const pid of products) {
       const p = this.productIndex.get(pid)!;
       this.stats[p].docs++;
-      this.stats[p].total_len += tokens.length;
-      const lists = this.buffer[p];
-      for (const [id, n] of tf) {
-        let list = lists[id];
-        if (!list) lists[id] = list = new Postings();
-        list.push(docid, n);
+      this.stats[p].total_len += dl;
+      let at = this.logLength[p];
+      const log = (this.logs[p] = ensure(this.logs[p], at + 3 * n));
+      for (let i = from; i < to; i++) {
+        log[at++] = ids[i];
+        log[at++] = unit;
+        log[at++] = tfs[i];
       }
-      this.buffered += tf.size;
+      this.logLength[p] = at;
+      this.buffered += n;
     }
-    const fwd = encodeForward(tokens.length, tf, ref);
     if (this.buffered >= this.runPostings) await this.spill();
-    return fwd;
   }
 
-  /** Writes the buffered postings as one run file, in (product, term) order. */
+  /**
+   * Writes the buffered postings as one run file, in (product, term) order, each term's pairs in
+   * unit order: a counting sort of each product's log by term, which keeps the unit order.
+   */
   private async spill(): Promise<void> {
     if (this.buffered === 0) return;
     const w = await RunWriter.create(this.runDir, this.runs++);
-    for (let p = 0; p < this.buffer.length; p++) {
-      const lists = this.buffer[p];
-      for (let id = 0; id < lists.length; id++) {
-        const list = lists[id];
-        if (list) await w.add(p, id, list.buf, list.n);
+    const counts = new Uint32Array(this.terms.length); // per term: postings, zero between products
+    const next = new Uint32Array(this.terms.length); // per term: where its next pair goes
+    for (let p = 0; p < this.logs.length; p++) {
+      const log = this.logs[p];
+      const m = this.logLength[p] / 3;
+      if (m === 0) continue;
+      const present: number[] = [];
+      for (let i = 0; i < 3 * m; i += 3) if (counts[log[i]]++ === 0) present.push(log[i]);
+      present.sort((a, b) => a - b);
+      let acc = 0;
+      for (const t of present) {
+        next[t] = acc;
+        acc += counts[t];
       }
+      const pairs = new Uint32Array(2 * m);
+      for (let i = 0; i < 3 * m; i += 3) {
+        const at = 2 * next[log[i]]++;
+        pairs[at] = log[i + 1];
+        pairs[at + 1] = log[i + 2];
+      }
+      for (const t of present) {
+        const n = counts[t];
+        await w.add(p, t, pairs.subarray(2 * (next[t] - n)), n);
+        counts[t] = 0;
+      }
+      this.logLength[p] = 0;
     }
     await w.close();
-    this.buffer = this.productIds.map(() => []);
     this.buffered = 0;
   }
 
@@ -150,21 +197,68 @@ export class IndexWriter {
     return Object.fromEntries(this.productIds.map((p, i) => [p, { ...this.stats[i] }]));
   }
 
-  /** Orders every term's postings by impact and writes chunks + headers through `out`. */
-  async finish(out: BatchWriter, progress: (msg: string) => void): Promise<{ terms: number; postings: number }> {
+  /**
+   * Writes the unit lengths by docid into lengths.dat, every posting list into postings.dat and
+   * every term header through `out`. docidOf[ingestion number] is the unit's docid.
+   */
+  async finish(docidOf: Uint32Array, paths: { lengths: string; postings: string }, out: BatchWriter, progress: (msg: string) => void): Promise<{ terms: number; postings: number }> {
     await this.spill();
-    this.buffer = [];
+    this.logs = [];
+    // unit lengths by docid (D5)
+    const dlOf = new Uint32Array(docidOf.length);
+    for (let i = 0; i < this.docs; i++) dlOf[docidOf[i]] = this.docLen[i];
+    this.docLen = new Uint32Array(0);
+    await writeFile(paths.lengths, dlOf, { flag: 'wx' });
+    const file = await FileWriter.create(paths.postings, 8 << 20);
     let terms = 0;
     let postings = 0;
-    await mergeRuns(this.runDir, async (p, id, pairs, n) => {
-      await this.writeTerm(out, p, id, pairs, n);
-      terms++;
-      postings += n;
-      if (terms % 50_000 === 0) progress(`index: ${terms} terms, ${postings} postings`);
-    });
+    try {
+      await mergeRuns(this.runDir, async (p, id, pairs, n) => {
+        this.countMatches(p, id, pairs, n);
+        const { docids, tfs, dls } = this.inDocidOrder(pairs, n, docidOf, dlOf);
+        const pid = this.productIds[p];
+        const { docs, total_len } = this.stats[p];
+        const { bytes, max } = encodePostingList(docids, tfs, dls, n, bm25Idf(docs, n), total_len / docs);
+        const at = await appendList(file, bytes);
+        const header: TermHeader = { df: n, blocks: Math.ceil(n / POSTING_BLOCK), at, bytes: bytes.byteLength, max };
+        await out.put(KEY.term(pid, this.terms[id]), Buffer.from(JSON.stringify(header)));
+        terms++;
+        postings += n;
+        if (terms % 50_000 === 0) progress(`index: ${terms} terms, ${postings} postings`);
+      });
+    } finally {
+      await file.close();
+    }
     for (const w of this.watched.values()) w.hits = null;
     this.work = workArrays(0);
     return { terms, postings };
+  }
+
+  /** A term's pairs (ingestion number, tf) as docids ascending, with their tf and unit length. */
+  private inDocidOrder(pairs: Uint32Array, n: number, docidOf: Uint32Array, dlOf: Uint32Array) {
+    const w = this.workFor(n);
+    const { docids, tfs, dls, keys } = w;
+    let sorted = true;
+    for (let k = 0; k < n; k++) {
+      const d = docidOf[pairs[2 * k]];
+      docids[k] = d;
+      tfs[k] = pairs[2 * k + 1];
+      if (k > 0 && d < docids[k - 1]) sorted = false;
+    }
+    if (!sorted) {
+      for (let k = 0; k < n; k++) {
+        if (tfs[k] >= TF_SPAN) throw new Error(`unit store build: a unit repeats one word ${tfs[k]} times (at most ${TF_SPAN - 1})`);
+        keys[k] = docids[k] * TF_SPAN + tfs[k];
+      }
+      const order = keys.subarray(0, n).sort();
+      for (let k = 0; k < n; k++) {
+        const d = Math.floor(order[k] / TF_SPAN);
+        docids[k] = d;
+        tfs[k] = order[k] - d * TF_SPAN;
+      }
+    }
+    for (let k = 0; k < n; k++) dls[k] = dlOf[docids[k]];
+    return w;
   }
 
   private countMatches(p: number, termId: number, pairs: Uint32Array, n: number): void {
@@ -179,61 +273,7 @@ export class IndexWriter {
 
   /** The work arrays, at least n long. */
   private workFor(n: number) {
-    if (this.work.group.length < n) this.work = workArrays(Math.max(n, this.work.group.length * 2));
+    if (this.work.docids.length < n) this.work = workArrays(Math.max(n, this.work.docids.length * 2));
     return this.work;
-  }
-
-  /** pairs: the term's n (docid, tf) pairs in docid order. */
-  private async writeTerm(out: BatchWriter, p: number, termId: number, pairs: Uint32Array, n: number): Promise<void> {
-    this.countMatches(p, termId, pairs, n);
-    const pid = this.productIds[p];
-    const { docs, total_len } = this.stats[p];
-    const avgdl = total_len / docs;
-    const idf = bm25Idf(docs, n);
-    // Group postings by impact value; runs are in docid order, so each group stays docid-ascending.
-    const impactOf = new Map<number, number>(); // (tf, dl) -> impact
-    const groupOf = new Map<number, number>(); // impact -> group index
-    const groupImpact: number[] = [];
-    const counts: number[] = [];
-    const { group: gi, docids: docs32, sorted, impacts } = this.workFor(n);
-    for (let k = 0; k < n; k++) {
-      const docid = pairs[2 * k];
-      const tf = pairs[2 * k + 1];
-      const dl = this.docLen[docid];
-      const pair = tf * 4294967296 + dl;
-      let impact = impactOf.get(pair);
-      if (impact === undefined) impactOf.set(pair, (impact = bm25Impact(idf, tf, dl, avgdl)));
-      let g = groupOf.get(impact);
-      if (g === undefined) {
-        g = groupImpact.length;
-        groupOf.set(impact, g);
-        groupImpact.push(impact);
-        counts.push(0);
-      }
-      counts[g]++;
-      gi[k] = g;
-      docs32[k] = docid;
-    }
-    const order = groupImpact.map((_, g) => g).sort((a, b) => groupImpact[b] - groupImpact[a]);
-    const start = new Array<number>(order.length);
-    let acc = 0;
-    for (const g of order) {
-      start[g] = acc;
-      acc += counts[g];
-    }
-    for (let i = 0; i < n; i++) {
-      const at = start[gi[i]]++;
-      sorted[at] = docs32[i];
-      impacts[at] = groupImpact[gi[i]];
-    }
-    const header: TermHeader = { id: termId, df: n, n: [], max: [] };
-    for (let c = 0, off = 0; off < n; c++) {
-      const len = Math.min(chunkSize(c), n - off);
-      header.n.push(len);
-      header.max.push(impacts[off]);
-      await out.put(KEY.chunk(pid, termId, c), encodeChunk(sorted.subarray(off, off + len), impacts.subarray(off, off + len)));
-      off += len;
-    }
-    await out.put(KEY.term(pid, this.terms[termId]), Buffer.from(JSON.stringify(header)));
   }
 }

@@ -2,6 +2,8 @@
 // which unit kind it makes, and which products each unit goes to (every product listing the
 // source, or, for a `routed` source, those whose EuroVoc rule the unit's act matches). The store
 // build (build-store.ts) owns writing, counting and the report; this module owns the dispatch.
+import { stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { readAkomaNtoso, type AknProvision } from '../ingest/akoma-ntoso.ts';
 import { readAlignedParagraphs } from '../ingest/aligned-paragraphs.ts';
@@ -18,6 +20,9 @@ import { readOafResults } from '../ingest/openaire-oaf.ts';
 import { readOpenFoodTox } from '../ingest/openfoodtox.ts';
 import type { SourceRecord } from '../ingest/records.ts';
 import type { AdapterName, CatalogSrc, DataSpec, Source, UnitKind } from '../model.ts';
+import type { IndexWriter } from './index-writer.ts';
+import { PARALLEL_MIN_BYTES, parallelLines } from './parallel-lines.ts';
+import type { PreparedUnit } from './prepared.ts';
 import type { SourceReport } from './report.ts';
 import type { RouteResult } from './routing.ts';
 import type { Staging } from './staging.ts';
@@ -32,6 +37,13 @@ export interface IngestContext {
   rep: SourceReport;
   onBad: BadRecordHandler;
   emit: (b: BuiltUnit, products: string[], file: string, where: string) => Promise<void>;
+  /** The same for a unit prepared by an ingest worker (parallel-lines.ts). */
+  emitPrepared: (u: PreparedUnit, products: string[], file: string, where: string) => Promise<void>;
+  /** The index being built: the workers' terms are mapped to its term ids. */
+  index: IndexWriter;
+  /** Ingest worker threads for aligned paragraph files, and their block size (see BuildStoreOptions). */
+  workers: number | undefined;
+  workerBlockBytes: number | undefined;
   /** The routes of every act in an acts file (read once per file). */
   routesFor: (acts: string) => Promise<Map<string, RouteResult>>;
   /** Routes an act read with its units (EURLEX57K), and records it for the report under `file`. */
@@ -75,11 +87,10 @@ export async function ingestSpec(x: IngestContext): Promise<void> {
       rep.noActSample ??= celex;
       return [];
     }
-    const products = route.products.filter((p) => x.listed.includes(p));
     let a = rep.acts.get(celex);
-    if (!a) rep.acts.set(celex, (a = { products, units: 0 }));
+    if (!a) rep.acts.set(celex, (a = { products: route.products.filter((p) => x.listed.includes(p)), units: 0 }));
     a.units++;
-    return products;
+    return a.products; // the same array for every unit of the act
   };
   const records = async (gen: AsyncIterable<SourceRecord>) => {
     for await (const r of gen) await x.emit(recordUnit(src, r), x.listed, r.file, r.where);
@@ -93,6 +104,15 @@ export async function ingestSpec(x: IngestContext): Promise<void> {
         if (!spec.acts) throw new Error(`${where}: a routed source needs an "acts" file for ${spec.path}`);
         routes = await x.routesFor(spec.acts);
         rep.actsFile = spec.acts;
+      }
+      const workers = x.workers ?? ((await stat(path)).size >= PARALLEL_MIN_BYTES ? availableParallelism() : 0);
+      if (workers > 0) {
+        const job = { adapter: spec.adapter, src: { id: src.id, publisher: src.publisher }, displayName: spec.path };
+        for await (const it of parallelLines(path, job, workers, x.index, x.workerBlockBytes)) {
+          if (!it.ok) onBad(new IngestError(spec.path, String(it.line), it.reason));
+          else await x.emitPrepared(it.unit, productsOf(it.celex, routes?.get(it.celex)), spec.path, String(it.line));
+        }
+        return;
       }
       const make = spec.adapter === 'aligned-paragraphs' ? paragraphUnit : alignedRowUnit;
       for await (const p of readAlignedParagraphs(path, spec.path, onBad)) await x.emit(make(src, p), productsOf(p.celex, routes?.get(p.celex)), p.file, String(p.line));

@@ -3,23 +3,22 @@
 // act, station, ...) so a preview shows the breadth of a source rather than one act's articles.
 // Text and record values are never copied here: previews are published in dist/.
 import type { PreviewUnit } from '../model.ts';
-import type { BuiltUnit } from './units.ts';
+import type { BuiltUnit, StoredUnitBody } from './units.ts';
 
 export const PREVIEW_PER_SOURCE = 3;
 
 export class PreviewPicker {
   private readonly picked = new Map<string, { units: PreviewUnit[]; groups: Set<string> }>(); // product \0 source
 
-  offer(products: string[], b: BuiltUnit): void {
-    const u = b.unit;
-    const group = b.group ?? u.ref;
+  /** A unit of `source` in `group`, stored in `products`; `unit()` is called only for a unit a preview takes. */
+  offer(products: string[], source: string, group: string, unit: () => StoredUnitBody): void {
     for (const pid of products) {
-      const k = `${pid}\0${u.source}`;
+      const k = `${pid}\0${source}`;
       let p = this.picked.get(k);
       if (!p) this.picked.set(k, (p = { units: [], groups: new Set() }));
       if (p.units.length >= PREVIEW_PER_SOURCE || p.groups.has(group)) continue;
       p.groups.add(group);
-      p.units.push(previewOf(b));
+      p.units.push(previewOf(unit()));
     }
   }
 
@@ -32,9 +31,9 @@ export class PreviewPicker {
 }
 
 /** Only the identifying fields: never rows, records or anything else a buyer pays for. */
-export function previewOf(b: BuiltUnit): PreviewUnit {
-  const { ref, source, kind, citation: c } = b.unit;
+export function previewOf(u: BuiltUnit['unit']): PreviewUnit {
+  const { ref, source, kind, citation: c } = u;
   const citation: PreviewUnit['citation'] = { label: c.label, publisher: c.publisher };
   for (const k of ['url', 'celex', 'eli', 'doi', 'uri'] as const) if (c[k]) citation[k] = c[k];
-  return { ref, source, kind, title: b.unit.title ?? c.label, citation };
+  return { ref, source, kind, title: u.title ?? c.label, citation };
 }

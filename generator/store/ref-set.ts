@@ -1,7 +1,8 @@
-// Remembers which unit references a build has stored, to reject duplicates, in 8 bytes per
+// Remembers which unit references a build has stored, to reject duplicates, in 12 bytes per
 // reference instead of a JS string each (a Set of a million strings costs ~100 MB and slows every
-// garbage collection). It keeps two independent 32-bit hashes per reference; when both match,
-// the caller confirms against the stored references before calling it a duplicate.
+// garbage collection). It keeps two independent 32-bit hashes per reference and the unit's
+// ingestion number; when both hashes match, the caller confirms against that unit's reference
+// before calling it a duplicate.
 
 function fnv1a(s: string, seed: number): number {
   let h = seed >>> 0;
@@ -15,38 +16,44 @@ function fnv1a(s: string, seed: number): number {
   return h >>> 0;
 }
 
+const W = 3; // words per slot: h1 (0: empty, so h1 = 0 is stored as 1), h2, id
+
 export class RefHashSet {
-  private table = new Uint32Array(2 * 1024); // pairs (h1, h2); h1 = 0 is stored as 1
+  private table = new Uint32Array(W * 1024);
   private size = 0;
 
-  /** Adds the reference; false when an equal hash pair was already there (maybe a duplicate). */
-  add(ref: string): boolean {
+  /**
+   * Adds the reference of unit `id`; returns -1, or, when an equal hash pair is already there
+   * (maybe a duplicate, and then not added again), the id stored with it.
+   */
+  add(ref: string, id: number): number {
     const h1 = fnv1a(ref, 2166136261) || 1;
     const h2 = fnv1a(ref, 0x9747b28c);
-    if ((this.size + 1) * 2 > this.table.length / 2) this.rehash();
-    const slots = this.table.length / 2;
+    if ((this.size + 1) * 2 > this.table.length / W) this.rehash();
+    const { table } = this;
+    const slots = table.length / W;
     for (let i = h2 % slots; ; i = (i + 1) % slots) {
-      const a = this.table[2 * i];
+      const a = table[W * i];
       if (a === 0) {
-        this.table[2 * i] = h1;
-        this.table[2 * i + 1] = h2;
+        table[W * i] = h1;
+        table[W * i + 1] = h2;
+        table[W * i + 2] = id;
         this.size++;
-        return true;
+        return -1;
       }
-      if (a === h1 && this.table[2 * i + 1] === h2) return false;
+      if (a === h1 && table[W * i + 1] === h2) return table[W * i + 2];
     }
   }
 
   private rehash(): void {
     const old = this.table;
     this.table = new Uint32Array(old.length * 2);
-    const slots = this.table.length / 2;
-    for (let j = 0; j < old.length; j += 2) {
+    const slots = this.table.length / W;
+    for (let j = 0; j < old.length; j += W) {
       if (old[j] === 0) continue;
       let i = old[j + 1] % slots;
-      while (this.table[2 * i] !== 0) i = (i + 1) % slots;
-      this.table[2 * i] = old[j];
-      this.table[2 * i + 1] = old[j + 1];
+      while (this.table[W * i] !== 0) i = (i + 1) % slots;
+      this.table.set(old.subarray(j, j + W), W * i);
     }
   }
 }

@@ -4,12 +4,12 @@ import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Level } from 'level';
 import { Mppx, stripe } from 'mppx/client';
 import { build } from '../../generator/build.ts';
 import { localAddresses } from '../../generator/addresses.ts';
 import type { StoreSummary } from '../../generator/model.ts';
-import { CURRENT_FILE, KEY, type StoredUnit } from '../../contract/store-format.ts';
+import { CURRENT_FILE } from '../../contract/store-format.ts';
+import { unitRecords } from '../../contract/unit-records.ts';
 import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer, type StartOptions } from '../../payments/serve.ts';
 import { payTopup } from '../../payments/topup/client.ts';
@@ -108,23 +108,11 @@ export async function cachedBuild(name: string, root: string, make: (dir: string
   await cp(built, root, { recursive: true, verbatimSymlinks: true });
 }
 
-/**
- * Unit references per product, read straight from the store (the documented on-disk format).
- * Call it before a server opens the store: LevelDB allows one process-wide opener.
- */
+/** Unit references per product, read straight from the store's unit records (the documented on-disk format). */
 export async function refsByProduct(storeRoot: string): Promise<Map<string, string[]>> {
   const version = readFileSync(join(storeRoot, CURRENT_FILE), 'utf8').trim();
-  const db = new Level<string, string>(join(storeRoot, version), { valueEncoding: 'utf8' });
-  await db.open({ createIfMissing: false });
   const out = new Map<string, string[]>();
-  try {
-    for await (const v of db.values({ gte: KEY.doc(0), lt: 'd"' })) {
-      const su = JSON.parse(v) as StoredUnit;
-      for (const p of su.products) out.set(p, [...(out.get(p) ?? []), su.unit.ref]);
-    }
-  } finally {
-    await db.close();
-  }
+  for await (const su of unitRecords(join(storeRoot, version))) for (const p of su.products) out.set(p, [...(out.get(p) ?? []), su.unit.ref]);
   for (const refs of out.values()) refs.sort();
   return out;
 }

@@ -114,22 +114,27 @@ export function expectedCounts(cat: CatalogSrc): Expected {
   return { counts, actProducts };
 }
 
-/** Reads every unit record of a built store directly (no reader code): [unit, products]. */
+/**
+ * Reads every unit record of a built store directly (no reader code): [unit, products], from
+ * units.dat (a u32 length, then the record's JSON, as contract/store-format.ts documents it), and
+ * every key of the store's LevelDB.
+ */
 export async function scanStore(storeDir: string): Promise<{ units: { ref: string; source: string; rows: unknown[] }[]; products: string[][]; keys: string[] }> {
-  const db = new Level<string, string>(storeDir, { createIfMissing: false });
-  await db.open();
   const units: { ref: string; source: string; rows: unknown[] }[] = [];
   const products: string[][] = [];
+  const data = readFileSync(join(storeDir, 'units.dat'));
+  for (let at = 0; at < data.length; ) {
+    const len = data.readUInt32LE(at);
+    const v = JSON.parse(data.toString('utf8', at + 4, at + 4 + len));
+    units.push(v.unit);
+    products.push(v.products);
+    at += 4 + len;
+  }
+  const db = new Level<string, string>(storeDir, { createIfMissing: false });
+  await db.open();
   const keys: string[] = [];
   try {
-    for await (const [key, value] of db.iterator({ valueEncoding: 'binary' as never })) {
-      keys.push(key);
-      if (key.startsWith('d!')) {
-        const v = JSON.parse(Buffer.from(value as unknown as Uint8Array).toString('utf8'));
-        units.push(v.unit);
-        products.push(v.products);
-      }
-    }
+    for await (const key of db.keys()) keys.push(key);
   } finally {
     await db.close();
   }

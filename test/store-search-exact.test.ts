@@ -1,0 +1,149 @@
+// The search loop (payments/store/evaluation.ts: block-max MaxScore over the posting lists of
+// contract/posting-list.ts) returns exactly the BM25 top k of a brute-force scorer: the same
+// docids, the same scores bit for bit, ties in docid order. The corpus is built to stress the
+// early exits: frequent terms with hundreds of blocks, rare and absent terms, and many equal
+// scores (few distinct unit lengths and term counts); queries of one to six terms, limits 1 to 100.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { encodePostingList, POSTING_BLOCK } from '../contract/posting-list.ts';
+import { bm25Idf, type ProductIndexStats, type TermHeader } from '../contract/store-format.ts';
+import { topK } from '../payments/store/evaluation.ts';
+import { PostingCursor } from '../payments/store/postings.ts';
+import { upperBound } from '../payments/store/scoring.ts';
+import { rng } from './helpers/random.ts';
+
+const N = 40_000;
+const r = rng(36);
+// term -> share of units containing it
+const SHARES: Record<string, number> = { f0: 0.55, f1: 0.3, f2: 0.18, f3: 0.1, f4: 0.05 };
+for (let i = 0; i < 10; i++) SHARES[`m${i}`] = 0.004 + 0.002 * i;
+const RARE = Array.from({ length: 8 }, (_, i) => `r${i}`);
+
+/** Per unit: its length and term counts. Lengths and counts from small sets, so scores tie often. */
+const units: { dl: number; tf: Map<string, number> }[] = [];
+for (let d = 0; d < N; d++) {
+  const tf = new Map<string, number>();
+  for (const [t, share] of Object.entries(SHARES)) if (r() < share) tf.set(t, r() < 0.8 ? 1 : r() < 0.7 ? 2 : 1 + Math.floor(r() * 12));
+  let sum = 0;
+  for (const n of tf.values()) sum += n;
+  const dl = Math.max(sum, [8, 8, 16, 24, 40, 40, 90][Math.floor(r() * 7)] + (r() < 0.1 ? Math.floor(r() * 400) : 0));
+  units.push({ dl, tf });
+}
+// rare terms: 1 to 6 units each, some sharing a unit
+RARE.forEach((t, i) => {
+  for (let j = 0; j <= i % 6; j++) {
+    const u = units[Math.floor(r() * N)];
+    u.tf.set(t, 1 + (j % 2));
+    let sum = 0;
+    for (const n of u.tf.values()) sum += n;
+    u.dl = Math.max(u.dl, sum);
+  }
+});
+
+const stats: ProductIndexStats = { docs: N, total_len: units.reduce((s, u) => s + u.dl, 0) };
+const lengths = Uint32Array.from(units, (u) => u.dl); // lengths.dat
+const avgdl = stats.total_len / stats.docs;
+
+// the index: one posting list per term, encoded as the build does
+const lists = new Map<string, { list: Uint8Array; header: TermHeader }>();
+for (const t of [...Object.keys(SHARES), ...RARE]) {
+  const docids: number[] = [];
+  units.forEach((u, d) => u.tf.has(t) && docids.push(d));
+  const n = docids.length;
+  const { bytes, max } = encodePostingList(
+    Uint32Array.from(docids),
+    Uint32Array.from(docids, (d) => units[d].tf.get(t)!),
+    Uint32Array.from(docids, (d) => units[d].dl),
+    n,
+    bm25Idf(N, n),
+    avgdl,
+  );
+  const list = new Uint8Array(new ArrayBuffer(bytes.byteLength)); // 8-byte aligned, as the reader's buffers are
+  list.set(bytes);
+  lists.set(t, { list, header: { df: n, blocks: Math.ceil(n / POSTING_BLOCK), at: 0, bytes: bytes.byteLength, max } });
+}
+
+const dfOf = new Map<string, number>();
+for (const u of units) for (const t of u.tf.keys()) dfOf.set(t, (dfOf.get(t) ?? 0) + 1);
+
+/** Brute force: every unit scored, terms added in sorted order, k1 1.2, b 0.75; score desc, docid asc. */
+function bruteForce(terms: string[], k: number): { docid: number; score: number }[] {
+  const sorted = [...new Set(terms)].sort();
+  const df = new Map(sorted.map((t) => [t, dfOf.get(t) ?? 0]));
+  const out: { docid: number; score: number }[] = [];
+  units.forEach((u, docid) => {
+    let score = 0;
+    for (const t of sorted) {
+      const tf = u.tf.get(t);
+      if (!tf) continue;
+      const idf = Math.log(1 + (N - df.get(t)! + 0.5) / (df.get(t)! + 0.5));
+      score += (idf * (tf * 2.2)) / (tf + 1.2 * (1 - 0.75 + (0.75 * u.dl) / avgdl));
+    }
+    if (score > 0) out.push({ docid, score });
+  });
+  return out.sort((a, b) => b.score - a.score || a.docid - b.docid).slice(0, k);
+}
+
+/** The search as the store runs it: one cursor per indexed query term, in sorted term order. */
+function search(terms: string[], k: number) {
+  const present = [...new Set(terms)].sort().filter((t) => lists.has(t));
+  return topK(present.map((t, i) => new PostingCursor(lists.get(t)!.list, lists.get(t)!.header, stats, lengths, i)), k);
+}
+
+const LIMITS = [1, 2, 3, 5, 10, 17, 50, 100];
+
+test('the corpus is what the test needs: long lists, rare and absent terms, tied scores', () => {
+  assert.ok(lists.get('f0')!.header.blocks > 150, 'a frequent term spans many blocks');
+  assert.ok(lists.get('r0')!.header.df <= 2 && !lists.has('absent'));
+  const top = bruteForce(['f3'], 100);
+  assert.ok(top.filter((h, i) => i > 0 && h.score === top[i - 1].score).length > 20, 'units tie in the top 100 of a frequent term');
+});
+
+test('one to three terms, frequent, mid, rare and absent: same docids and scores as brute force, every limit', () => {
+  const terms = ['f0', 'f1', 'f2', 'f3', 'f4', 'm0', 'm5', 'm9', 'r0', 'r3', 'r7', 'absent'];
+  const queries: string[][] = terms.map((t) => [t]);
+  for (let i = 0; i < terms.length; i++) for (let j = i + 1; j < terms.length; j++) queries.push([terms[i], terms[j]]);
+  for (const q of [['f0', 'f1', 'f2'], ['f0', 'f1', 'r3'], ['f2', 'm5', 'r7'], ['f0', 'f0', 'absent'], ['f1', 'f3', 'f4'], ['m0', 'm9', 'f0']]) queries.push(q);
+  for (const q of queries) {
+    const expected = bruteForce(q, 100);
+    for (const k of LIMITS) assert.equal(search(q, k), expected.slice(0, k), `${q.join(' ')} limit ${k}`);
+  }
+});
+
+test('random queries of up to six terms: same docids and scores as brute force', () => {
+  const pool = [...Object.keys(SHARES), ...RARE, 'absent'];
+  const q = rng(3636);
+  for (let i = 0; i < 150; i++) {
+    const n = 1 + Math.floor(q() * 6);
+    const terms = Array.from({ length: n }, () => pool[Math.floor(q() * pool.length)]);
+    const k = LIMITS[Math.floor(q() * LIMITS.length)];
+    assert.equal(search(terms, k), bruteForce(terms, k), `${terms.join(' ')} limit ${k}`);
+  }
+});
+
+test('a limit past the matches returns every match, in order', () => {
+  const all = bruteForce(['m0', 'r1'], N);
+  assert.ok(all.length > 100 && all.length < N);
+  assert.equal(search(['m0', 'r1'], N), all);
+  assert.equal(search(['absent'], 10), []);
+});
+
+test('a bound added in another order than the exact score still bounds it (rounding)', () => {
+  // Exact scores add impacts in sorted term order, bounds add maxima in another; without the
+  // allowance for rounding, some of these sums would come out a few ulps below the exact one.
+  const q = rng(99);
+  let reordered = 0;
+  for (let i = 0; i < 200_000; i++) {
+    const n = 2 + Math.floor(q() * 5);
+    const xs = Array.from({ length: n }, () => q() * 10 ** Math.floor(q() * 4 - 2));
+    const exact = xs.reduce((s, x) => s + x, 0);
+    const other = [...xs].reverse().reduce((s, x) => s + x, 0);
+    if (other < exact) reordered++;
+    assert.ok(exact <= upperBound(other, n), `${xs} ${exact} ${other}`);
+  }
+  assert.ok(reordered > 1000, 'the orders do round differently');
+  // one impact is its own bound: a unit tied with the threshold is skipped
+  for (const x of [0.1, 1 / 3, 2.718281828459045]) assert.is(upperBound(x, 1), x);
+});
+
+test.run();
