@@ -161,6 +161,24 @@ export function listDirectory(list: Uint8Array, blocks: number, df: number): Lis
   return dir;
 }
 
+/**
+ * Checks a list's directory as a whole, once per list read from disk (the reader caches lists):
+ * the block maxima are what the search skips by, so a damaged one would drop units from a top k
+ * silently, where a damaged posting fails loudly when it is read (P3). Every maximum is a finite
+ * positive impact, the largest is the term header's `max`, and blockLast and blockEnd strictly
+ * increase (P1, P5).
+ */
+export function checkListDirectory(dir: ListDirectory, max: number): void {
+  let largest = 0;
+  for (let b = 0; b < dir.blocks; b++) {
+    const m = dir.blockMax[b];
+    if (!(m > 0 && m < Infinity)) postingListFailure(`block ${b} has the maximum ${m}`); // P3
+    if (m > largest) largest = m;
+    if (b > 0 && !(dir.blockLast[b] > dir.blockLast[b - 1] && dir.blockEnd[b] > dir.blockEnd[b - 1])) postingListFailure(`block ${b} does not follow block ${b - 1}`); // P1, P5
+  }
+  if (largest !== max) postingListFailure(`has the largest block maximum ${largest}, its term header says ${max}`); // P3
+}
+
 /** Where block b's fields are: its first docid, its size, and each packed array's word and width. */
 export interface BlockFields {
   first: number;

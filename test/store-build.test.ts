@@ -1,7 +1,8 @@
 // Unit store build: counts, EuroVoc routing, held sources, bad records, reproducible versions.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { appendFile, chmod, mkdir, readdir, readFile, stat } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { REF_BLOCK } from '../contract/store-format.ts';
 import { buildUnitStore } from '../generator/store/build-store.ts';
@@ -154,6 +155,23 @@ test('a malformed JSON line in the paragraphs fails with its line number, read b
     assert.ok(err, `workers: ${workers}`);
     assert.match(err!.message, /data\/eurlex\/multi_eurlex_paragraphs_aligned\.jsonl:750: invalid JSON/);
   }
+  // stopped near the start, with blocks still being read: the input file is closed all the same
+  const early = await copyCatalogSrc();
+  const path = join(early, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl');
+  const lines = (await readFile(path, 'utf8')).split('\n');
+  lines.splice(1, 0, '{"celex_id": ');
+  await writeFile(path, lines.join('\n'));
+  const err = await buildUnitStore(await catalog(early), opts(await tempDir('store-bad-json-early'), { workers: 2, workerBlockBytes: 8 << 10 })).then(() => null, (e: Error) => e);
+  assert.match(err?.message ?? '', /multi_eurlex_paragraphs_aligned\.jsonl:2: invalid JSON/);
+  const linkOf = (fd: string) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      return null; // closed since listed
+    }
+  };
+  const open = (await readdir('/proc/self/fd')).map(linkOf);
+  assert.not.ok(open.includes(path), 'the paragraphs file is closed after the failed build');
 });
 
 test('docids: every unit gets the position of its reference in JavaScript string order (refs.dat, refs.idx)', async () => {
@@ -213,7 +231,7 @@ test('the store holds what format 4 says: units.idx points at each docid\'s reco
   assert.equal([...scan.units.map((u) => u.ref)].sort(), refs, 'every record has exactly one docid');
 });
 
-test('ingest workers give the same store as the main thread alone: records, references, counts, search', async () => {
+test('ingest workers give the same store as the main thread alone: records, references, lengths, posting lists, counts, search', async () => {
   // the fixture paragraphs cut into many 8 KiB blocks, handed out to two worker threads in turn
   const parallelRoot = await tempDir('store-workers');
   const parallel = await buildUnitStore(cat, opts(parallelRoot, { workers: 2, workerBlockBytes: 8 << 10 }));
@@ -221,7 +239,7 @@ test('ingest workers give the same store as the main thread alone: records, refe
   assert.equal(parallel.products, built.products);
   assert.equal(parallel.previews, built.previews);
   assert.equal(parallel.examples, built.examples);
-  for (const file of ['units.dat', 'units.idx', 'refs.dat', 'refs.idx'])
+  for (const file of ['units.dat', 'units.idx', 'refs.dat', 'refs.idx', 'lengths.dat', 'postings.dat'])
     assert.ok((await readFile(join(parallelRoot, parallel.store_version!, file))).equals(await readFile(join(root, built.store_version!, file))), `${file} is the same`);
   const a = await openUnitStore(root);
   const b = await openUnitStore(parallelRoot);
@@ -241,7 +259,6 @@ test('a changed input changes the store version', async () => {
   const first = JSON.parse(lines[0]);
   first.text.en = 'COMMISSION DECISION (edited)';
   lines[0] = JSON.stringify(first);
-  const { writeFile } = await import('node:fs/promises');
   await writeFile(path, lines.join('\n'));
   const r = await buildUnitStore(await catalog(src), opts(await tempDir('store-changed')));
   assert.is.not(r.store_version, built.store_version);

@@ -3,10 +3,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { cp, open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Level } from 'level';
-import { tokenize } from '../contract/store-format.ts';
+import { KEY, STORE_FILES, tokenize, type TermHeader } from '../contract/store-format.ts';
 import { buildUnitStore } from '../generator/store/build-store.ts';
 import type { CatalogSrc } from '../generator/model.ts';
 import { openUnitStore } from '../payments/store/unit-store.ts';
@@ -245,6 +245,41 @@ test('a store of an older format is refused with one line saying to rebuild with
   assert.match(err!.message, /format 4/);
   assert.match(err!.message, /rebuild it with lds build/);
   assert.not.match(err!.message, /\n/, 'one line');
+});
+
+test('a damaged store fails loudly, never answers short: a block maximum lowered, refs.idx not JSON', async () => {
+  // the search skips blocks by their maxima, so a damaged maximum must be caught when its list is read
+  const version = readFileSync(join(root, 'CURRENT'), 'utf8').trim();
+  const word = 'regulation';
+  const before = await store.rank('svc-agriculture-eu', word, 5);
+  assert.ok(before.length === 5, 'the word is in the product');
+  for (const [what, value] of [['zero', 0], ['NaN', NaN], ['lowered', 1e-9]] as const) {
+    const copy = await tempDir(`store-damaged-${what}`);
+    await cp(root, copy, { recursive: true });
+    const db = new Level<string, string>(join(copy, version), { valueEncoding: 'utf8' });
+    await db.open();
+    const header = JSON.parse(await db.get(KEY.term('svc-agriculture-eu', word)) as string) as TermHeader;
+    await db.close();
+    const fh = await open(join(copy, version, STORE_FILES.postings), 'r+');
+    const f64 = Buffer.alloc(8);
+    f64.writeDoubleLE(value);
+    await fh.write(f64, 0, 8, header.at); // blockMax[0]
+    await fh.close();
+    const damaged = await openUnitStore(copy);
+    try {
+      const err = await damaged.rank('svc-agriculture-eu', word, 5).then(() => null, (e: Error) => e);
+      assert.ok(err, `a ${what} block maximum must not give an answer`);
+      assert.match(err!.message, /rebuild it with lds build/);
+    } finally {
+      await damaged.close();
+    }
+  }
+  const copy = await tempDir('store-damaged-refs');
+  await cp(root, copy, { recursive: true });
+  await writeFile(join(copy, version, STORE_FILES.refIndex), '{"count": 1');
+  const err = await openUnitStore(copy).then(() => null, (e: Error) => e);
+  assert.ok(err);
+  assert.match(err!.message, new RegExp(`unit store ${version}: ${STORE_FILES.refIndex.replace('.', '\\.')} is not JSON \\(the store is damaged: rebuild it with lds build\\)`));
 });
 
 test.run();

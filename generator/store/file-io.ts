@@ -6,6 +6,28 @@ import { open, type FileHandle } from 'node:fs/promises';
 
 const BUFFER = 1 << 20;
 
+/**
+ * Writes bytes[from, to) at `position` (null: the file's current position), however many calls
+ * write(2) takes: a short write (a full disk, a signal) must never leave a file shorter than its
+ * directory says.
+ */
+export async function writeFully(fh: FileHandle, bytes: Uint8Array, from = 0, to = bytes.byteLength, position: number | null = null): Promise<void> {
+  for (let done = from; done < to; ) {
+    const { bytesWritten } = await fh.write(bytes, done, to - done, position === null ? null : position + done - from);
+    if (bytesWritten <= 0) throw new Error(`write stopped after ${done - from} of ${to - from} bytes`);
+    done += bytesWritten;
+  }
+}
+
+/** Reads exactly `length` bytes at `position` into `out`; fails when the file ends first. */
+export async function readFully(fh: FileHandle, out: Buffer, length: number, position: number): Promise<void> {
+  for (let done = 0; done < length; ) {
+    const { bytesRead } = await fh.read(out, done, length - done, position + done);
+    if (bytesRead === 0) throw new Error(`file ends ${length - done} bytes before the record at ${position} does`);
+    done += bytesRead;
+  }
+}
+
 export class FileWriter {
   readonly buf: Buffer;
   /** Bytes in `buf` not yet written. */
@@ -38,13 +60,13 @@ export class FileWriter {
       this.buf.set(bytes, this.used);
       this.used += bytes.byteLength;
     } else {
-      await this.fh.write(bytes);
+      await writeFully(this.fh, bytes);
       this.written += bytes.byteLength;
     }
   }
 
   private async flush(): Promise<void> {
-    if (this.used) await this.fh.write(this.buf, 0, this.used);
+    if (this.used) await writeFully(this.fh, this.buf, 0, this.used);
     this.written += this.used;
     this.used = 0;
   }

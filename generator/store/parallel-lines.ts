@@ -132,9 +132,9 @@ export async function* parallelLines(path: string, job: LineJob, workers: number
   const inFlight: { answer: Promise<BlockAnswer>; worker: LineWorker }[] = [];
   const spareBlocks: ArrayBuffer[] = [];
   const spareSinks: ArrayBuffer[] = [];
+  const source = blocks(path, blockBytes, spareBlocks);
+  let read = source.next(); // the next block is always being read
   try {
-    const source = blocks(path, blockBytes, spareBlocks);
-    let read = source.next(); // the next block is always being read
     let next = 0;
     let done = false;
     let lineBase = 0;
@@ -160,6 +160,9 @@ export async function* parallelLines(path: string, job: LineJob, workers: number
       spareSinks.push(a.json.buffer as ArrayBuffer);
     }
   } finally {
+    // stopped early (a bad record, a failed write): let the pending read end, then close the file
+    await read.catch(() => {});
+    await source.return(undefined);
     await Promise.all(pool.map((w) => w.close()));
   }
 }

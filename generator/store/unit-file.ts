@@ -6,6 +6,7 @@
 // known, finish() writes units.idx in docid order (D2).
 import { open, type FileHandle } from 'node:fs/promises';
 import { UNIT_ENTRY } from '../../contract/store-format.ts';
+import { readFully, writeFully } from './file-io.ts';
 
 const BUFFER = 8 << 20;
 const HEAD = '{"unit":';
@@ -75,7 +76,7 @@ export class UnitFile {
   }
 
   private async writeAt(buf: Buffer, length: number, position: number): Promise<void> {
-    for (let done = 0; done < length; ) done += (await this.fh.write(buf, done, length - done, position + done)).bytesWritten;
+    await writeFully(this.fh, buf, 0, length, position);
   }
 
   /** Starts writing the buffer filled so far and switches to the other one (once its own write is done). */
@@ -106,7 +107,7 @@ export class UnitFile {
     if (w && at >= w.start) return w.buf.toString('utf8', at - w.start, at - w.start + len);
     // written before the write in progress started, and that one waited for it
     const out = Buffer.allocUnsafe(len);
-    await this.fh.read(out, 0, len, at);
+    await readFully(this.fh, out, len, at);
     return out.toString('utf8');
   }
 
@@ -134,7 +135,7 @@ export class UnitFile {
     }
     const fh = await open(indexPath, 'wx');
     try {
-      await fh.write(out);
+      await writeFully(fh, out);
     } finally {
       await fh.close();
     }

@@ -3,11 +3,14 @@
 // bit-packed blocks (nothing is decoded ahead), computing an impact only when asked, and able to
 // look at block maxima ahead of its position ("shallow" moves, as Lucene's advanceShallow), which
 // is what lets the search skip blocks.
-import { blockFields, listDirectory, postingListFailure, unpack, type BlockFields, type ListDirectory } from '../../contract/posting-list.ts';
+import { blockFields, checkListDirectory, listDirectory, postingListFailure, unpack, type BlockFields, type ListDirectory } from '../../contract/posting-list.ts';
 import { bm25Idf, bm25Impact, type ProductIndexStats, type TermHeader } from '../../contract/store-format.ts';
 
 /** A docid past every real one (docids are below 2^31 - 1): the position of an exhausted cursor. */
 export const END = 0x7fffffff;
+
+/** The lists whose directory has been checked whole (checkListDirectory): each list read from disk once. */
+const checked = new WeakSet<Uint8Array>();
 
 export class PostingCursor {
   private readonly dir: ListDirectory;
@@ -37,6 +40,10 @@ export class PostingCursor {
     readonly term: number,
   ) {
     this.dir = listDirectory(list, header.blocks, header.df);
+    if (!checked.has(list)) {
+      checkListDirectory(this.dir, header.max);
+      checked.add(list);
+    }
     this.words = this.dir.words;
     this.df = header.df;
     this.idf = bm25Idf(stats.docs, header.df);

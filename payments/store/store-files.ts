@@ -9,7 +9,16 @@ import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REF_BLOCK, STORE_FILES, UNIT_ENTRY, type RefIndex, type StoredUnit, type TermHeader } from '../../contract/store-format.ts';
 
-function damaged(version: string, what: string): never {
+/** JSON.parse, or `otherwise()` (which throws) when the text is not JSON. */
+export function parseJson<T>(text: string, otherwise: () => never): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return otherwise();
+  }
+}
+
+export function damaged(version: string, what: string): never {
   throw new Error(`unit store ${version}: ${what} (the store is damaged: rebuild it with lds build)`);
 }
 
@@ -56,7 +65,7 @@ export class StoreFiles {
       const refs = await openOne(STORE_FILES.refs);
       const postings = await openOne(STORE_FILES.postings);
       const refIndexText = await readFile(join(dir, STORE_FILES.refIndex), 'utf8').catch((err: NodeJS.ErrnoException) => damaged(version, `${STORE_FILES.refIndex} cannot be read (${err.code ?? err.message})`));
-      const refIndex = JSON.parse(refIndexText) as RefIndex;
+      const refIndex = parseJson<RefIndex>(refIndexText, () => damaged(version, `${STORE_FILES.refIndex} is not JSON`));
       const blocks = Math.ceil(docCount / REF_BLOCK);
       if (refIndex.count !== docCount || refIndex.block !== REF_BLOCK || refIndex.first.length !== blocks || refIndex.offsets.length !== blocks + 1) damaged(version, `${STORE_FILES.refIndex} does not describe ${docCount} references`);
       for (let b = 1; b < blocks; b++) if (!(refIndex.first[b - 1] < refIndex.first[b])) damaged(version, `${STORE_FILES.refIndex} is not in reference order`); // D1

@@ -24,7 +24,7 @@ import {
 import { MAX_TERMS, topK } from './evaluation.ts';
 import { PostingCursor } from './postings.ts';
 import type { Hit } from './scoring.ts';
-import { StoreFiles } from './store-files.ts';
+import { damaged, parseJson, StoreFiles } from './store-files.ts';
 
 type Db = Level<string, Uint8Array>;
 
@@ -73,10 +73,14 @@ class LevelUnitStore implements UnitStoreReader {
     const stats = this.index.products[productId];
     if (!(k > 0) || !stats || stats.docs === 0) return [];
     // the query's distinct terms in sorted order: the order exact scores are summed in
-    const words = [...new Set(tokenize(query))].sort().slice(0, MAX_TERMS);
+    const words = [...new Set(tokenize(query))].sort();
     if (words.length === 0) return [];
     const found = await this.db.getMany(words.map((w) => KEY.term(productId, w)));
-    const headers = found.flatMap((v) => (v ? [json<TermHeader>(v)] : []));
+    // a word no unit of the product has adds nothing; of the others, the first MAX_TERMS in sorted
+    // order are ranked (the query length bound, maxQueryChars, makes more a rare case)
+    const headers = found
+      .flatMap((v, i) => (v ? [parseJson<TermHeader>(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8'), () => damaged(this.meta.store_version, `the term header of ${words[i]} in ${productId} is not JSON`))] : []))
+      .slice(0, MAX_TERMS);
     if (headers.length === 0) return [];
     const lists = await Promise.all(headers.map((h) => this.files.postingList(h)));
     return topK(lists.map((list, i) => new PostingCursor(list, headers[i], stats, this.files.lengths, i)), k);
