@@ -102,6 +102,15 @@ test('every setting it names is read by the code', () => {
   for (const s of settings) assert.ok(text.includes(`'${s}'`) || text.includes(`env.${s}`) || text.includes(`${s}=`) || text.includes(`const ${s} =`) || text.includes(`.${s}`) || text.includes('${' + s), `${s} is read somewhere (or is a constant of the code or a library's)`);
 });
 
+// Issue 37: the README's "Dependencies and why" moved to docs/decisions.md; each dependency keeps its reason there.
+test('every dependency of package.json has its reason in docs/decisions.md, which the README links', () => {
+  const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
+  const reasons = section('docs/decisions.md', 'Dependencies and why').split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| Package'));
+  const named = new Set(reasons.flatMap((r) => r.split('|')[1]!.replace(/\([^)]*\)/g, '').split(',').map((n) => n.trim())));
+  for (const d of [...Object.keys(pkg.dependencies), ...Object.keys(pkg.devDependencies)]) assert.ok(named.has(d), `docs/decisions.md says why ${d} is a dependency`);
+  assert.match(readme, '(docs/decisions.md#dependencies-and-why)');
+});
+
 test('the agent endpoints are where the service mounts them: A2A at /v1/a2a, MCP at /mcp', () => {
   const a = localAddresses('http://127.0.0.1:8080', 'https://publisher.example');
   assert.is(new URL(a2aUrl(a)).pathname, '/v1/a2a');
