@@ -3,13 +3,15 @@
 // buyer's commands (buy, balance, statement, rotate, receipts verify and reconcile, mcp), ledger,
 // receipt, admin, licence. Each has --help.
 import { Argument, Command, Option } from 'commander';
+import { realpathSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { dataPaths } from './payments/config.ts';
 import { CatalogErrors } from './generator/errors.ts';
 import { DEFAULT_BASE_URL, DEFAULT_SPT, TOKEN_ENV, TopupCliError } from './cli/topup.ts';
 import { DEFAULT_KEEP } from './generator/publish.ts';
 
-const program = new Command()
+export const program = new Command()
   .name('lds')
   .description('Data-product catalogue and metered draw service for EU legal data')
   .showHelpAfterError()
@@ -467,7 +469,7 @@ receipt
 
 const admin = program
   .command('admin')
-  .description('operator commands over the running service\'s admin API (Authorization: Bearer LDS_OPERATOR_TOKEN; a local start keeps it in var/secrets/operator-token). Money changes are idempotent on --key');
+  .description('operator commands over the running service\'s admin API (Authorization: Bearer LDS_OPERATOR_TOKEN; a local start keeps it in var/secrets/operator.token). Money changes are idempotent on --key');
 const adminOptions = (c: Command) => c.option('--base-url <url>', 'the service\'s API base', DEFAULT_BASE_URL);
 const printJson = (j: unknown) => console.log(JSON.stringify(j, null, 2));
 adminOptions(
@@ -523,16 +525,25 @@ adminOptions(
 });
 
 reportUnknownOptionsFirst(program);
-try {
-  await program.parseAsync();
-} catch (err) {
-  if (err instanceof CatalogErrors || err instanceof TopupCliError) {
-    console.error(err instanceof TopupCliError ? `error: ${err.message}` : err.message);
-  } else {
-    console.error(`error: ${(err as Error).message}`);
+
+/** Runs the command the arguments name (process.argv), reporting a failure as one line and an exit status. */
+export async function main(): Promise<void> {
+  try {
+    await program.parseAsync();
+  } catch (err) {
+    if (err instanceof CatalogErrors || err instanceof TopupCliError) {
+      console.error(err instanceof TopupCliError ? `error: ${err.message}` : err.message);
+    } else {
+      console.error(`error: ${(err as Error).message}`);
+    }
+    // An error may name its exit status: lds publish's 2 says the release was switched but the web
+    // server's reload failed; a catalog-src that cannot be read is 2, "could not run", as for check.
+    const named = (err as { exitCode?: unknown }).exitCode;
+    process.exitCode = typeof named === 'number' && named > 0 ? named : 1;
   }
-  // An error may name its exit status: lds publish's 2 says the release was switched but the web
-  // server's reload failed; a catalog-src that cannot be read is 2, "could not run", as for check.
-  const named = (err as { exitCode?: unknown }).exitCode;
-  process.exitCode = typeof named === 'number' && named > 0 ? named : 1;
 }
+
+// Run as the program (`node --import tsx cli.ts`, `node build/cli.js`): parse the arguments.
+// bin/lds.mjs (`npx lds`) calls main() itself; a script that only reads the command definitions
+// (cli/reference.ts: docs/reference/cli.md) imports this file and runs nothing.
+if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url))) await main();

@@ -9,4 +9,5 @@ import { register } from 'tsx/esm/api';
 // This checkout's tsconfig, whatever the working directory (an agent host starts `lds mcp` from its
 // own): its paths make `lds-catalogue-client` the client package's source, as in development.
 register({ tsconfig: fileURLToPath(new URL('../tsconfig.json', import.meta.url)) });
-await import('../cli.ts');
+const { main } = await import('../cli.ts');
+await main();

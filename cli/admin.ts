@@ -4,7 +4,7 @@
 // same on LevelDB (held by the service) and PostgreSQL, and a top-up refund reaches the processor.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { dataPaths } from '../payments/config.ts';
+import { OPERATOR_TOKEN_FILE, dataPaths } from '../payments/config.ts';
 import { verifyReceipt } from '../payments/receipts.ts';
 import { cannotReach, isUnreachable } from './reach.ts';
 
@@ -13,7 +13,7 @@ export class AdminCliError extends Error {}
 /** The operator token: LDS_OPERATOR_TOKEN, else the one a local start generated under var/secrets. */
 export async function operatorToken(env: NodeJS.ProcessEnv = process.env): Promise<string> {
   if (env.LDS_OPERATOR_TOKEN) return env.LDS_OPERATOR_TOKEN.trim();
-  const file = join(dataPaths(env).secretsDir, 'operator-token');
+  const file = join(dataPaths(env).secretsDir, OPERATOR_TOKEN_FILE);
   try {
     return (await readFile(file, 'utf8')).trim();
   } catch {

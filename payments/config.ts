@@ -100,6 +100,9 @@ export function decodeSecret(name: string, raw: string): Buffer {
 }
 
 /** Reads a local secret, creating it (32 random bytes, hex, mode 0600) on first start; its folder is made owner-only. */
+/** The file under the secrets folder holding the operator token a local start generated (`lds admin` reads it too). */
+export const OPERATOR_TOKEN_FILE = 'operator.token';
+
 async function localSecret(dir: string, file: string): Promise<Buffer> {
   const path = join(dir, file);
   await privateDir(dir);
@@ -255,7 +258,7 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     // LDS_RATE_LIMIT_RPS=0 (rate limiting off) also turns the token limit off unless it is set itself.
     rateLimitTokenPerSecond: intSetting(env, 'LDS_RATE_LIMIT_TOKEN_RPS', env.LDS_RATE_LIMIT_RPS === '0' ? 0 : 20, 0),
     rateLimitTokenBurst: intSetting(env, 'LDS_RATE_LIMIT_TOKEN_BURST', 40, 1),
-    operatorToken: (await secret('LDS_OPERATOR_TOKEN', 'operator.token')).toString('utf8').trim(),
+    operatorToken: (await secret('LDS_OPERATOR_TOKEN', OPERATOR_TOKEN_FILE)).toString('utf8').trim(),
     trustProxy: env.LDS_TRUST_PROXY === 'true' || env.LDS_TRUST_PROXY === '1',
     logLevel: env.LOG_LEVEL || 'info',
     shutdownGraceMs: intSetting(env, 'LDS_SHUTDOWN_GRACE_MS', 10_000, 0),

@@ -40,10 +40,14 @@ test('the documentation has both sections, in the contents, with the examples ex
   assert.ok(docs.includes(mcpExampleProgram(x).trimEnd()), 'the MCP program');
   for (const c of [a2aQuoteCommand(x), a2aPayCommand(x), a2aTextRefusedCommand(x)]) assert.ok(docs.includes(c), c.slice(0, 80));
   assert.ok(docs.includes(svc.mcpUrl) && docs.includes(svc.card.url), 'the live addresses');
-  // The same document is what the service serves at docs_url.
-  const served = await fetch(`${svc.origin}/docs/`);
+  // The same document is what the service serves beside the page at docs_url (issue 37: /docs/ is
+  // its HTML page for people, the Markdown is /docs/index.md).
+  const served = await fetch(`${svc.origin}/docs/index.md`);
   assert.is(served.status, 200);
   assert.is(await served.text(), docs);
+  const page = await fetch(`${svc.origin}/docs/`);
+  assert.match(page.headers.get('content-type') ?? '', 'text/html');
+  assert.match(await page.text(), '<h2 id="buying-through-mcp">Buying through MCP</h2>');
 });
 
 test('the MCP example program runs as printed: tools, quote, paid draw, balance', async () => {

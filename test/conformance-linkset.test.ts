@@ -48,7 +48,9 @@ for (const local of [false, true]) {
     assert.ok(has('service-desc', `${a.base_url}/specification`), 'OpenAPI as service-desc');
     const doc_ = all.find(([, r, t]) => r === 'service-doc' && t.href === a.docs_url);
     assert.ok(doc_, 'docs as service-doc');
-    assert.is(doc_![2].type, 'text/markdown');
+    // Issue 37: docs_url is the documentation's HTML page; its Markdown beside it is a service-doc too.
+    assert.is(doc_![2].type, 'text/html');
+    assert.ok(all.some(([, r, t]) => r === 'service-doc' && t.type === 'text/markdown' && t.href === new URL('index.md', a.docs_url).href), 'the Markdown as service-doc');
     assert.ok(has('service-meta', `${a.base_url}/lds/_catalog`), 'catalogue as service-meta');
     const cardPath = emitAgentCard(ctx)[0].path;
     assert.ok(has('service-meta', `${new URL(a.base_url).origin}/${cardPath}`), 'agent card as service-meta, at the path the card is emitted to');

@@ -14,6 +14,7 @@ import { BUYING_CHANNEL_SECTIONS, docSections, emitDocs, groupDigits, renderDocs
 import { emitHtml, esc } from '../generator/emit/html.ts';
 import { docsPath } from '../generator/emit/site.ts';
 import { EMITTERS } from '../generator/emit/index.ts';
+import { markdownHtml } from '../generator/emit/markdown-page.ts';
 import { openApiDocument } from '../generator/emit/openapi.ts';
 import { CATALOG_SRC } from './helpers/build.ts';
 
@@ -64,9 +65,10 @@ test('files, content types and cache rules', () => {
   assert.is(file(files, 'llms.txt').contentType, TEXT_TYPE);
   assert.is(file(files, 'llms.txt').cache, 'catalogue');
   const pages = files.filter((f) => f.contentType === HTML_TYPE);
-  assert.is(pages.length, 1 + ctx.catalogue.products.length);
+  assert.is(pages.length, 1 + ctx.catalogue.products.length + 1, 'the catalogue, one page per product, the documentation');
   for (const p of pages) assert.is(p.cache, 'catalogue');
   file(files, 'index.html');
+  assert.is(file(files, 'docs/index.html').contentType, HTML_TYPE);
   for (const p of ctx.catalogue.products) file(files, `products/${p.product_id}.html`);
 });
 
@@ -135,14 +137,61 @@ for (const [label, store] of [['zero counts (no store)', empty], ['non-zero coun
   });
 }
 
+// Issue 37: the documentation was published only as Markdown, which a browser shows as bare text
+// (no lang, no title: two serious axe violations at /docs/). Its page is rendered from the same text.
+test('the documentation and each problem type are HTML pages rendered from their Markdown, which stays beside them', () => {
+  const ctx = emitContext(cat, addresses(), syntheticStore(), BUILT_AT);
+  const files = EMITTERS.flatMap((e) => e(ctx));
+  const docs = file(files, 'docs/index.html').body;
+  const markdown = file(files, 'docs/index.md').body;
+  assert.match(docs, `<title>${esc(ctx.catalogue['dct:title'])}: documentation</title>`);
+  // every section, at the anchor the Markdown's table of contents links to
+  for (const s of docSections()) assert.match(docs, `<h2 id="${anchor(s.title)}">`, s.title);
+  for (const s of docSections()) assert.match(markdown, `](#${anchor(s.title)})`);
+  assert.match(docs, `<a href="#${anchor('Errors')}">Errors</a>`);
+  // the curl examples, as code the keyboard can scroll, and the tables with column headers
+  assert.match(docs, `<pre tabindex="0"><code class="language-sh">curl -s ${esc(ctx.addresses.base_url)}/lds/_catalog`);
+  assert.match(docs, '<th scope="col">');
+  // the Markdown is linked from every page for agents, and llms.txt points at it
+  assert.match(file(files, 'index.html').body, '<link rel="alternate" type="text/markdown" href="http://127.0.0.1:8080/docs/index.md"');
+  assert.match(file(files, 'llms.txt').body, '- [Documentation](http://127.0.0.1:8080/docs/index.md)');
+  const base = 'docs/problems/';
+  for (const t of ['quote-tampered', 'rate-limited']) {
+    const page = file(files, `${base}${t}`);
+    assert.is(page.contentType, HTML_TYPE);
+    assert.match(page.body, `<title>Problem: ${t}</title>`);
+    assert.match(file(files, `${base}${t}.md`).body, `# Problem: ${t}\n`);
+  }
+  assert.is(file(files, `${base}index.html`).contentType, HTML_TYPE);
+  assert.is(file(files, `${base}index.md`).contentType, MARKDOWN_TYPE);
+});
+
+test('raw HTML in a Markdown document is shown as text, and only safe links become links', () => {
+  const html = markdownHtml('<script>alert(1)</script>\n\n[x](javascript:alert(1)) [y](https://example.org/) [z](data:text/html,hi)');
+  assert.not.match(html, '<script>');
+  assert.match(html, '&lt;script&gt;');
+  assert.not.match(html, 'href="javascript:');
+  assert.not.match(html, 'href="data:');
+  assert.match(html, '<a href="https://example.org/">y</a>');
+});
+
+test('headings get GitHub\'s anchors, repeats numbered', () => {
+  assert.is(anchor('Buying (HTTP, MCP, A2A)'), 'buying-http-mcp-a2a');
+  assert.is(anchor('Static hosting: nginx, Apache httpd, Caddy, CDNs'), 'static-hosting-nginx-apache-httpd-caddy-cdns');
+  assert.is(anchor('agent_skill_order and Straße'), 'agent_skill_order-and-straße');
+  const html = markdownHtml('## Same\n\n## Same\n\n## `lds mcp` here');
+  assert.match(html, '<h2 id="same">Same</h2>\n<h2 id="same-1">Same</h2>\n<h2 id="lds-mcp-here">');
+});
+
 test('pages are self-contained, accessible and balanced', () => {
   const ctx = emitContext(cat, addresses(), syntheticStore(), BUILT_AT);
-  for (const f of emitHtml(ctx)) {
+  for (const f of EMITTERS.flatMap((e) => e(ctx)).filter((x) => x.contentType === HTML_TYPE)) {
     const b = f.body;
     assert.ok(b.startsWith('<!doctype html>\n<html lang="en">'), f.path);
     assert.ok(b.includes('<meta charset="utf-8">'), f.path);
     assert.is((b.match(/<h1[ >]/g) ?? []).length, 1, `${f.path}: one h1`);
-    assert.not.match(b, /<script|<img|<iframe|@import|url\(/i, `${f.path}: no scripts or external assets`);
+    assert.not.match(b, /<script|<img|<iframe/i, `${f.path}: no scripts or external assets`);
+    assert.not.match(b.slice(b.indexOf('<style>'), b.indexOf('</style>')), /@import|url\(/i, `${f.path}: no external styles`);
     assert.not.match(b, /<link rel="stylesheet"/, f.path);
     assert.not.match(b, /<th(?=[ >])(?![^>]*scope=)[^>]*>/, `${f.path}: every th has a scope`);
     for (const tag of ['html', 'head', 'body', 'main', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'section', 'ul', 'ol', 'li', 'dl', 'details', 'a', 'code', 'p'])

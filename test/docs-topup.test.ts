@@ -20,7 +20,7 @@ let docs: string;
 
 test.before(async () => {
   svc = await startAgentService();
-  docs = await (await fetch(`${svc.origin}/docs/`)).text();
+  docs = await (await fetch(`${svc.origin}/docs/index.md`)).text(); // the Markdown beside the page at /docs/ (issue 37)
 });
 test.after(async () => {
   await svc?.close();

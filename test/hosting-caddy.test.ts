@@ -62,7 +62,7 @@ test('lds publish: a client holding v1\'s ETag gets v2 after the publish, no req
   // Caddy 2.6 (Debian 12) listens with SO_REUSEPORT: a reload opens a second socket on the port and
   // closes the old one, and the kernel resets a connection still queued on the old socket. Every
   // answer must still be right; a reset (never a wrong or failed answer) is bounded and reported.
-  const resetsDuringReload = 'Caddy 2.6 reload: SO_REUSEPORT listener hand-over, README "Publishing a new version"';
+  const resetsDuringReload = 'Caddy 2.6 reload: SO_REUSEPORT listener hand-over, docs/hosting.md "Publishing a new version"';
   await publishFlow(web, { origin: published.origin, reloadCommand: published.reloadCommand, resetsDuringReload }, builds);
 });
 

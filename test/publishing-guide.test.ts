@@ -5,44 +5,14 @@
 // selling the units of its new source under the new licence.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { REPO, tempDir } from './helpers/build.ts';
-import { EPOCH } from './helpers/publish.ts';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO } from './helpers/build.ts';
+import { documentationFiles, freshCopy, readDoc, runScript, testedBlocks } from './helpers/docs.ts';
 
 const GUIDE = readFileSync(join(REPO, 'docs/publishing.md'), 'utf8');
-const blocks = [...GUIDE.matchAll(/^```sh tested\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
-
-/** A fresh checkout: every file git tracks (or would add), as it is on disk; node_modules linked. */
-async function freshCopy(): Promise<string> {
-  const dir = join(await tempDir('guide'), 'checkout');
-  const files = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO, encoding: 'utf8' }).stdout.split('\0');
-  for (const f of files) {
-    if (!f || f === 'node_modules' || !existsSync(join(REPO, f))) continue;
-    mkdirSync(dirname(join(dir, f)), { recursive: true });
-    copyFileSync(join(REPO, f), join(dir, f));
-  }
-  symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'));
-  return dir;
-}
-
-function sh(script: string, cwd: string): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, SOURCE_DATE_EPOCH: EPOCH };
-    for (const k of ['LDS_DIST_DIR', 'LDS_VAR_DIR', 'LDS_STORE_DIR', 'LDS_BASE_URL', 'LDS_MCP_URL', 'LDS_DOCS_URL', 'LDS_PUBLISHER_URL']) delete env[k];
-    const child = spawn('sh', ['-e', '-x', script], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
-}
+const blocks = testedBlocks(GUIDE);
 
 test('the guide has tested blocks for every task it teaches', () => {
   const all = blocks.join('\n');
@@ -55,8 +25,8 @@ test('the guide has tested blocks for every task it teaches', () => {
 // while the README said a running service switches by itself and a restart costs buyers their
 // quotes (503 quote-store-unavailable). One story in both, the one the code follows
 // (test/service-publish-live.test.ts, test/service-live-switch.test.ts): no restart.
-test('the guide and the README tell one story: a build is served without a restart', () => {
-  const docs = { 'docs/publishing.md': GUIDE, 'README.md': readFileSync(join(REPO, 'README.md'), 'utf8'), 'docs/hosting.md': readFileSync(join(REPO, 'docs/hosting.md'), 'utf8') };
+test('the guides and the README tell one story: a build is served without a restart', () => {
+  const docs = Object.fromEntries(documentationFiles().map((f) => [f, readDoc(f)]));
   for (const [name, text] of Object.entries(docs)) {
     const prose = text.replace(/^```[\s\S]*?^```$/gm, '');
     for (const sentence of prose.split(/(?<=[.!?])\s+/)) {
@@ -65,14 +35,14 @@ test('the guide and the README tell one story: a build is served without a resta
     }
   }
   assert.match(GUIDE, /after each `npm run build` it serves the new build by\s+itself within about two seconds, without a restart/);
-  assert.match(docs['README.md'], /\*\*do not restart the\s+service after a build\*\*/);
+  for (const f of ['README.md', 'docs/hosting.md']) assert.match(docs[f]!, /\*\*do not restart the\s+service after a\s+build\*\*/, f);
 });
 
 test('following the guide literally adds a licence, a source and a product that the build publishes', async () => {
-  const dir = await freshCopy();
+  const dir = await freshCopy('guide');
   const script = join(dir, '..', 'guide.sh');
   writeFileSync(script, blocks.join('\n'));
-  const r = await sh(script, dir);
+  const r = await runScript(script, dir);
   assert.is(r.code, 0, r.out.slice(-4000));
 
   const cat = JSON.parse(readFileSync(join(dir, 'dist/v1/lds/_catalog'), 'utf8'));

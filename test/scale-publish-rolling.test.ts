@@ -1,6 +1,6 @@
 // @ledger-backends: postgres  (several instances need the PostgreSQL ledger)
 // A rolling publish over two `lds serve` instances on one PostgreSQL ledger (issue 21): a new build
-// (new price, some units gone) is shipped to A first (its store, then its dist/, the README's order),
+// (new price, some units gone) is shipped to A first (its store, then its dist/, the order of docs/operations.md "Deployment: several instances"),
 // then to B. While A has switched and B has not, every outstanding quote - v1 quotes of either
 // instance, v2 quotes of A - is paid at both instances at once: each is paid exactly once, with the
 // units and the price it quoted, or answered with the documented retry problem

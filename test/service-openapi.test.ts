@@ -63,7 +63,7 @@ test('documents every endpoint of spec section 4, with security schemes and prob
   for (const slug of Object.values(TOPUP_PROBLEMS)) assert.ok(documented.has(PROBLEM_BASE + slug), `top-up problem ${slug} is documented`);
 });
 
-test('every problem type is the address of its page: served as Markdown by the service, _headers and the nginx include', async () => {
+test('every problem type is the address of its page: served as HTML by the service, _headers and the nginx include, its Markdown beside it', async () => {
   const base = problemBase(fx.catalogue.docs_url);
   assert.not.match(base, 'lds.example', 'not the placeholder');
   // A refusal's type, as the service answers it, names the page of this build's docs.
@@ -74,9 +74,14 @@ test('every problem type is the address of its page: served as Markdown by the s
   const nginx = readFileSync(join(fx.dist, '_nginx/lds.conf'), 'utf8');
   for (const t of PROBLEM_TYPES) {
     const path = new URL(base + t.slug).pathname; // the type, on the origin that serves dist/
-    const res = await fetch(`${srv.url}${path}`);
-    assert.is(res.status, 200, path);
-    assert.is(res.headers.get('content-type'), 'text/markdown; charset=utf-8', path);
+    // Issue 37: the type is a page for people (RFC 9457 3.1.1), its Markdown at the same address + .md.
+    const html = await fetch(`${srv.url}${path}`);
+    assert.is(html.status, 200, path);
+    assert.is(html.headers.get('content-type'), 'text/html; charset=utf-8', path);
+    assert.match(await html.text(), `<title>Problem: ${t.slug}</title>`);
+    const res = await fetch(`${srv.url}${path}.md`);
+    assert.is(res.status, 200, `${path}.md`);
+    assert.is(res.headers.get('content-type'), 'text/markdown; charset=utf-8', `${path}.md`);
     const page = await res.text();
     assert.match(page, `# Problem: ${t.slug}`);
     assert.match(page, `HTTP status: **${t.status}**`);
@@ -84,19 +89,23 @@ test('every problem type is the address of its page: served as Markdown by the s
     assert.match(page, '## What to do');
     assert.match(page, t.todo);
     assert.match(page, `\`${base}${t.slug}\``);
-    assert.equal(headers.get(path)?.find(([k]) => k === 'Content-Type'), ['Content-Type', 'text/markdown; charset=utf-8'], `_headers ${path}`);
-    assert.match(nginx, `location = ${path} {\n  types { }\n  default_type "text/markdown; charset=utf-8";`);
+    assert.equal(headers.get(path)?.find(([k]) => k === 'Content-Type'), ['Content-Type', 'text/html; charset=utf-8'], `_headers ${path}`);
+    assert.match(nginx, `location = ${path} {\n  types { }\n  default_type "text/html; charset=utf-8";`);
+    assert.equal(headers.get(`${path}.md`)?.find(([k]) => k === 'Content-Type'), ['Content-Type', 'text/markdown; charset=utf-8'], `_headers ${path}.md`);
   }
   // The problems nginx answers itself (deploy/nginx/lds.conf) are pages of the production build.
   const prodBase = problemBase(JSON.parse(readFileSync(join(REPO, 'catalog-src/catalogue.json'), 'utf8')).addresses.docs_url);
   const edgeTypes = [...readFileSync(join(REPO, 'deploy/nginx/lds.conf'), 'utf8').matchAll(/"type":"([^"]+)"/g)].map((m) => m[1]!);
   assert.is(edgeTypes.length, 2);
   for (const type of edgeTypes) assert.ok(PROBLEM_TYPES.some((t) => prodBase + t.slug === type), `deploy/nginx/lds.conf: ${type} is a documented type under ${prodBase}`);
-  // The list of all of them, at the folder's address.
+  // The list of all of them, at the folder's address (a page linking each type; its Markdown at index.md).
   const index = await fetch(`${srv.url}${new URL(base).pathname}`);
   assert.is(index.status, 200);
+  assert.is(index.headers.get('content-type'), 'text/html; charset=utf-8');
   const text = await index.text();
-  for (const t of PROBLEM_TYPES) assert.match(text, `[${t.slug}](${base}${t.slug})`);
+  for (const t of PROBLEM_TYPES) assert.match(text, `<a href="${base}${t.slug}">${t.slug}</a>`);
+  const markdown = await (await fetch(`${srv.url}${new URL(base).pathname}index.md`)).text();
+  for (const t of PROBLEM_TYPES) assert.match(markdown, `[${t.slug}](${base}${t.slug})`);
 });
 
 test('every documented operation answers with a documented status and schema', async () => {

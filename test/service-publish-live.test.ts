@@ -36,7 +36,7 @@ let dropped: string[]; // v1 refs of PRODUCT that v2 drops
 let v2Src: string;
 
 const at = (s: LedgerSettings) => (s.ledgerUrl ? ['--url', s.ledgerUrl] : ['--dir', s.ledgerDir]);
-/** Draw price in cents for n units at a rate in micro-euros: rounded up to the cent, at least 1 (README "Prices"). */
+/** Draw price in cents for n units at a rate in micro-euros: rounded up to the cent, at least 1 (docs/decisions.md, "Prices"). */
 const priceCents = (n: number, micros: number) => Math.max(1, Math.ceil((n * micros) / 10_000));
 
 test.before(async () => {

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { generateReceiptKey } from '../payments/receipts.ts';
+import { operatorToken } from '../cli/admin.ts';
 import { ConfigError, loadConfig } from '../payments/config.ts';
 import { QuoteSigner, canonicalUnits, requestDigest } from '../payments/draw/quote.ts';
 import { createRateLimiter } from '../payments/http/ratelimit.ts';
@@ -91,6 +92,8 @@ test('config: defaults, secrets generated once with mode 0600, production rules'
   assert.is((await readFile(join(v, 'secrets', 'operator.token'), 'utf8')).trim(), c.operatorToken.toString());
   assert.is((await stat(join(v, 'secrets', 'operator.token'))).mode & 0o777, 0o600);
   assert.equal(again.operatorToken, c.operatorToken);
+  // ... and `lds admin` finds it there without LDS_OPERATOR_TOKEN (it looked for operator-token, a file no start writes).
+  assert.is(await operatorToken({ LDS_VAR_DIR: v }), c.operatorToken.toString());
   // Rate limits: per address and per balance token, 20/s with bursts of 40 each; RPS=0 turns both off.
   assert.equal([c.rateLimitPerSecond, c.rateLimitBurst, c.rateLimitTokenPerSecond, c.rateLimitTokenBurst], [20, 40, 20, 40]);
   const off = await loadConfig({}, { LDS_VAR_DIR: v, LDS_RATE_LIMIT_RPS: '0' });

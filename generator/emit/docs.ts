@@ -7,10 +7,12 @@
 // buying flow and before the error reference.
 import type { CatalogueProduct } from '../catalog.ts';
 import { type Emitter, type EmitContext, MARKDOWN_TYPE, TEXT_TYPE } from './types.ts';
-import { docsPath, machineDocuments, siteUrls } from './site.ts';
+import { DOCS_WHAT, docsPagePath, docsPath, machineDocuments, siteUrls } from './site.ts';
+import { markdownPage } from './markdown-page.ts';
+import { esc, link } from './page.ts';
 import { DRAW_BOUNDS } from './openapi.ts';
 import { AGENT_DOC_SECTIONS } from './agent-docs.ts';
-import { type DocSection, fence, groupDigits, mdTable, shq } from './markdown.ts';
+import { type DocSection, fence, groupDigits, headingAnchor as anchor, mdTable, shq } from './markdown.ts';
 import { CREDENTIAL_DOC_SECTIONS, TOPUP_REPLAY_RULE, exampleTopupBody, llmsTopupStep } from './topup-docs.ts';
 import { DRAW_EXAMPLE_LIMIT, exampleClaim, mainExampleProduct } from './examples.ts';
 import { PREVIEW_DOC_SECTIONS, SOURCE_DOC_SECTIONS } from './source-docs.ts';
@@ -23,10 +25,8 @@ import { STATEMENT_PAGE } from '../../contract/limits.ts';
 
 export { mdCell, mdTable } from './markdown.ts';
 
-/** GitHub-style heading anchor. */
-export function anchor(title: string): string {
-  return title.toLowerCase().replace(/[^a-z0-9 -]/g, '').trim().replace(/ /g, '-');
-}
+/** GitHub's heading anchor of a section title (plain text). */
+export { headingAnchor as anchor } from './markdown.ts';
 
 
 export { groupDigits } from './markdown.ts';
@@ -336,9 +336,9 @@ export function renderLlmsTxt(ctx: EmitContext): string {
     '',
     '## Docs',
     '',
-    `- [Documentation](${u.docs}): the full guide with curl examples, errors, products and licences`,
+    `- [Documentation](${u.docsMarkdown}): the full guide with curl examples, errors, products and licences (Markdown)`,
     ...machineDocuments(ctx)
-      .filter((d) => d.url !== u.docs && d.url !== u.llms)
+      .filter((d) => d.url !== u.docs && d.url !== u.docsMarkdown && d.url !== u.llms)
       .map((d) => (d.template ? `- ${d.label}: ${d.url}: ${d.what} (${d.type})` : `- [${d.label}](${d.url}): ${d.what} (${d.type})`)),
     `- [MCP tool endpoint](${u.mcp}): the same draw and balance operations as tools`,
     '',
@@ -358,7 +358,18 @@ export function renderLlmsTxt(ctx: EmitContext): string {
   return lines.join('\n') + '\n';
 }
 
-export const emitDocs: Emitter = (ctx) => [
-  { path: docsPath(ctx.addresses.docs_url), contentType: MARKDOWN_TYPE, body: renderDocs(ctx), cache: 'catalogue' },
-  { path: 'llms.txt', contentType: TEXT_TYPE, body: renderLlmsTxt(ctx), cache: 'catalogue' },
-];
+/** Breadcrumbs of the documentation's pages, down to `here` (HTML). */
+export function docsCrumbs(ctx: EmitContext, ...trail: { label: string; url?: string }[]): string {
+  const u = siteUrls(ctx);
+  return [{ label: ctx.catalogue['dct:title'], url: u.home }, ...trail].map((c) => (c.url ? link(c.url, c.label) : esc(c.label))).join(' › ');
+}
+
+export const emitDocs: Emitter = (ctx) => {
+  const markdown = renderDocs(ctx);
+  const pagePath = docsPagePath(ctx.addresses.docs_url);
+  return [
+    { path: docsPath(ctx.addresses.docs_url), contentType: MARKDOWN_TYPE, body: markdown, cache: 'catalogue' },
+    ...(pagePath === null ? [] : [markdownPage(ctx, { path: pagePath, markdown, title: `${ctx.catalogue['dct:title']}: documentation`, description: `${DOCS_WHAT[0]!.toUpperCase()}${DOCS_WHAT.slice(1)}.`, crumbs: docsCrumbs(ctx, { label: 'Documentation' }), cache: 'catalogue' })]),
+    { path: 'llms.txt', contentType: TEXT_TYPE, body: renderLlmsTxt(ctx), cache: 'catalogue' },
+  ];
+};

@@ -19,15 +19,20 @@ export function cacheControl(ctx: EmitContext, f: OutputFile): string {
   return `public, max-age=${maxAge}, must-revalidate`;
 }
 
-/** index.html / index.md are also served at their folder's URL. */
-export function urlPaths(file: string): string[] {
+/**
+ * The URLs of a published file: its own, and its folder's for index.html, or for index.md when the
+ * folder has no index.html (the documentation's page takes /docs/; its Markdown is /docs/index.md).
+ */
+export function urlPaths(file: string, published: ReadonlySet<string>): string[] {
   const m = /^(.*?)index\.(html|md)$/.exec(file);
-  return m ? [`/${m[1]}`, `/${file}`] : [`/${file}`];
+  const servesFolder = m && (m[2] === 'html' || !published.has(`${m[1]}index.html`));
+  return servesFolder ? [`/${m[1]}`, `/${file}`] : [`/${file}`];
 }
 
 export function hostedPaths(ctx: EmitContext, files: OutputFile[]): HostedPath[] {
+  const published = new Set(files.map((f) => f.path));
   return files.flatMap((f) =>
-    urlPaths(f.path).map((urlPath) => ({
+    urlPaths(f.path, published).map((urlPath) => ({
       urlPath,
       file: f.path,
       headers: [

@@ -6,6 +6,7 @@
 import { a2aUrl, origin } from '../addresses.ts';
 import { dcatUrl } from '../catalog.ts';
 import { agentCardUrl } from './agent-card.ts';
+import { machineDocuments } from './site.ts';
 import { type EmitContext, type Emitter, LINKSET_TYPE, jsonBody } from './types.ts';
 
 export const API_CATALOG_PATH = '.well-known/api-catalog';
@@ -39,7 +40,10 @@ export function linkset(ctx: EmitContext): { linkset: LinkContext[] } {
       {
         anchor: a.base_url,
         'service-desc': [{ href: `${a.base_url}/specification`, type: 'application/json', title: 'OpenAPI 3.1 description of every endpoint' }],
-        'service-doc': [{ href: a.docs_url, type: 'text/markdown', title: 'How to browse, quote, top up and draw' }],
+        // The documentation for people (an HTML page at docs_url) and its Markdown for agents, as every page lists them.
+        'service-doc': machineDocuments(ctx)
+          .filter((d) => d.label.startsWith('Documentation'))
+          .map((d) => ({ href: d.url, type: d.type, title: d.what[0]!.toUpperCase() + d.what.slice(1) })),
         'service-meta': [
           { href: `${a.base_url}/lds/_catalog`, type: 'application/json', title: 'Catalogue snapshot (live counts and prices)' },
           { href: agentCardUrl(ctx), type: 'application/json', title: 'A2A Agent Card (protocolVersion 0.3.0)' },

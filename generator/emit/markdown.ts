@@ -11,6 +11,16 @@ export interface DocSection {
   render: (ctx: EmitContext) => string;
 }
 
+/**
+ * The anchor GitHub gives a heading (as github-slugger does): lower case; every character that is
+ * not a letter, mark, number, connector (`_`), space or hyphen dropped; spaces to hyphens. A
+ * repeated heading gets -1, -2, … (the caller counts). `text` is the heading's text without its
+ * Markdown marks (a code span's content, a link's text).
+ */
+export function headingAnchor(text: string): string {
+  return text.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+}
+
 /** A shell single-quoted word. */
 export function shq(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;

@@ -1,10 +1,13 @@
 // One documentation page per problem type (RFC 9457 section 3.1.1: the `type` URI should resolve
 // to documentation for people), at docs/problems/<slug> under docs_url: exactly the address the
 // service answers as `type`. Each says the status, what it means and what to do; docs/problems/
-// lists them all. The table is the shared contract's (contract/problems.ts).
+// lists them all. The table is the shared contract's (contract/problems.ts). Each is an HTML page
+// for people, with its Markdown beside it (`<slug>.md`, `index.md`) for agents.
 import { PROBLEM_TYPES, problemBase, type ProblemType } from '../../contract/problems.ts';
 import { type Emitter, type EmitContext, MARKDOWN_TYPE, distPath } from './types.ts';
 import { mdTable } from './markdown.ts';
+import { markdownPage } from './markdown-page.ts';
+import { docsCrumbs } from './docs.ts';
 
 function page(ctx: EmitContext, t: ProblemType): string {
   const base = problemBase(ctx.addresses.docs_url);
@@ -38,10 +41,24 @@ function index(ctx: EmitContext): string {
   ].join('\n') + '\n';
 }
 
+/**
+ * Each problem type's page at its `type` address (HTML, for people), with its Markdown at the same
+ * address plus `.md`; the list of them all at the folder's address (index.html, and index.md).
+ */
 export const emitProblems: Emitter = (ctx) => {
   const dir = distPath(problemBase(ctx.addresses.docs_url)); // e.g. docs/problems/
+  const all = { label: 'Problem types', url: problemBase(ctx.addresses.docs_url) };
+  const docs = { label: 'Documentation', url: ctx.addresses.docs_url };
+  const listed = index(ctx);
   return [
-    { path: `${dir}index.md`, contentType: MARKDOWN_TYPE, body: index(ctx), cache: 'static' },
-    ...PROBLEM_TYPES.map((t) => ({ path: `${dir}${t.slug}`, contentType: MARKDOWN_TYPE, body: page(ctx, t), cache: 'static' as const })),
+    { path: `${dir}index.md`, contentType: MARKDOWN_TYPE, body: listed, cache: 'static' },
+    markdownPage(ctx, { path: `${dir}index.html`, markdown: listed, description: 'Every refusal of the service, what it means and what to do.', crumbs: docsCrumbs(ctx, docs, { label: all.label }), cache: 'static' }),
+    ...PROBLEM_TYPES.flatMap((t) => {
+      const markdown = page(ctx, t);
+      return [
+        { path: `${dir}${t.slug}.md`, contentType: MARKDOWN_TYPE, body: markdown, cache: 'static' as const },
+        markdownPage(ctx, { path: `${dir}${t.slug}`, markdown, description: `HTTP ${t.status}: an RFC 9457 problem of the service.`, crumbs: docsCrumbs(ctx, docs, all, { label: t.slug }), cache: 'static' }),
+      ];
+    }),
   ];
 };

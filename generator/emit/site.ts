@@ -22,7 +22,8 @@ export interface SiteUrls {
   machineIndex: string;
   apiCatalog: string;
   openapi: string;
-  docs: string;
+  docs: string; // the documentation for people: an HTML page when docs_url is a folder
+  docsMarkdown: string; // the same documentation as Markdown (for agents and llms.txt)
   llms: string;
   productPage: (productId: string) => string;
   draw: string;
@@ -36,10 +37,19 @@ export function productPagePath(productId: string): string {
   return `products/${productId}.html`;
 }
 
-/** dist/ path of the documentation at docs_url: a folder URL gets index.md. */
+/** dist/ path of the documentation's Markdown: index.md in the folder docs_url names, else the file it names. */
 export function docsPath(docsUrl: string): string {
   const p = distPath(docsUrl);
   return p === '' || p.endsWith('/') ? `${p}index.md` : p;
+}
+
+/**
+ * dist/ path of the documentation's page for people, index.html beside index.md: what a folder
+ * docs_url (`…/docs/`) serves. A docs_url naming a file is that Markdown file, with no page.
+ */
+export function docsPagePath(docsUrl: string): string | null {
+  const markdown = docsPath(docsUrl);
+  return markdown === distPath(docsUrl) ? null : markdown.replace(/index\.md$/, 'index.html');
 }
 
 export function siteUrls(ctx: EmitContext): SiteUrls {
@@ -55,6 +65,7 @@ export function siteUrls(ctx: EmitContext): SiteUrls {
     apiCatalog: `${origin}/.well-known/api-catalog`,
     openapi: `${a.base_url}/specification`,
     docs: a.docs_url,
+    docsMarkdown: `${origin}/${docsPath(a.docs_url)}`,
     llms: `${origin}/llms.txt`,
     productPage: (id) => `${origin}/${productPagePath(id)}`,
     draw: `${a.base_url}/lds/draw`,
@@ -63,6 +74,9 @@ export function siteUrls(ctx: EmitContext): SiteUrls {
     mcp: a.mcp_url,
   };
 }
+
+/** What the documentation is for, in the lists of documents and on its page. */
+export const DOCS_WHAT = 'how to browse, quote, top up and draw, with curl examples';
 
 /** The machine-readable documents and the documentation, in the order pages list them. */
 export function machineDocuments(ctx: EmitContext): SiteLink[] {
@@ -73,7 +87,12 @@ export function machineDocuments(ctx: EmitContext): SiteLink[] {
     { label: 'Agent card (A2A)', url: u.agentCard, type: 'application/json', what: 'A2A 0.3.0 agent description, one skill per product' },
     { label: 'Machine index (RFC 9727 linkset)', url: u.machineIndex, type: 'application/linkset+json', what: 'links to every document and endpoint of the service' },
     { label: 'OpenAPI specification', url: u.openapi, type: 'application/json', what: 'OpenAPI 3.1 of every endpoint, with request and response schemas' },
-    { label: 'Documentation', url: u.docs, type: 'text/markdown', what: 'how to browse, quote, top up and draw, with curl examples' },
+    ...(docsPagePath(ctx.addresses.docs_url) === null
+      ? [{ label: 'Documentation', url: u.docsMarkdown, type: 'text/markdown', what: DOCS_WHAT }]
+      : [
+          { label: 'Documentation', url: u.docs, type: 'text/html', what: DOCS_WHAT },
+          { label: 'Documentation (Markdown)', url: u.docsMarkdown, type: 'text/markdown', what: 'the same documentation as Markdown, for agents and language models' },
+        ]),
     { label: 'llms.txt', url: u.llms, type: 'text/plain', what: 'a short guide for language models and agents' },
   ];
 }

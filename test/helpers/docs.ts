@@ -1,0 +1,65 @@
+// The documentation as tests read it: README.md and every guide under docs/ (issue 37), the
+// command blocks marked as tested in them (```sh tested```), and a fresh copy of the repository
+// to run those blocks in, literally, as a reader would.
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { REPO, tempDir } from './build.ts';
+import { EPOCH } from './publish.ts';
+
+/** README.md and every Markdown file under docs/, as paths relative to the repository. */
+export function documentationFiles(): string[] {
+  const docs = readdirSync(join(REPO, 'docs'), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.md'))
+    .map((e) => relative(REPO, join(e.parentPath, e.name)));
+  return ['README.md', ...docs.sort()];
+}
+
+export const readDoc = (path: string) => readFileSync(join(REPO, path), 'utf8');
+
+/** The blocks of `markdown` marked ```sh tested```, in order. */
+export function testedBlocks(markdown: string): string[] {
+  return [...markdown.matchAll(/^```sh tested\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+}
+
+/** The part of `markdown` under the `## ` heading that starts with `title`, up to the next one. */
+export function section(markdown: string, title: string): string {
+  const start = markdown.indexOf(`\n## ${title}`);
+  if (start < 0) throw new Error(`no section "${title}"`);
+  return markdown.slice(start + 1).split(/^## /m)[1]!;
+}
+
+/** A fresh checkout: every file git tracks (or would add), as it is on disk; node_modules linked. */
+export async function freshCopy(name: string): Promise<string> {
+  const dir = join(await tempDir(name), 'checkout');
+  const files = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO, encoding: 'utf8' }).stdout.split('\0');
+  for (const f of files) {
+    if (!f || f === 'node_modules' || !existsSync(join(REPO, f))) continue;
+    mkdirSync(dirname(join(dir, f)), { recursive: true });
+    copyFileSync(join(REPO, f), join(dir, f));
+  }
+  symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'));
+  return dir;
+}
+
+/**
+ * Runs a shell script (`sh -e -x`: stops at the first failing command, echoes each) in `cwd` as a
+ * reader's shell would: none of the service's settings from the test's environment, the build
+ * clock fixed.
+ */
+export function runScript(script: string, cwd: string): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, SOURCE_DATE_EPOCH: EPOCH };
+    for (const k of Object.keys(env)) if (/^(LDS_|PORT$|HOST$)/.test(k)) delete env[k];
+    const child = spawn('sh', ['-e', '-x', script], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
