@@ -15,7 +15,8 @@
 //   - A breaker left by a process that died inside those few steps is never guessed away: the
 //     refusal says which file to remove.
 import { randomBytes } from 'node:crypto';
-import { link, readFile, unlink, watch, writeFile } from 'node:fs/promises';
+import { watch as watchNow } from 'node:fs';
+import { link, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { alive, removeStaleTemp, tmpName } from './durable.ts';
 
@@ -88,14 +89,20 @@ async function breakDeadLock(dir: string, seen: string): Promise<void> {
 async function startLine(): Promise<void> {
   const gate = process.env.LDS_TEST_PUBLISH_LOCK_GATE;
   if (!gate) return;
-  const ac = new AbortController();
-  const events = watch(gate, { signal: ac.signal });
-  await writeFile(join(gate, `ready-${process.pid}`), '');
-  try {
-    if ((await readOrNull(join(gate, 'go'))) === null) for await (const e of events) if (e.filename === 'go') break;
-  } finally {
-    ac.abort();
-  }
+  // fs.watch with a listener watches from this call on and calls it for every change; the promise
+  // API's watch() only starts when first iterated and keeps one event between reads, so a `go`
+  // written between the check and the iteration was missed and the publish waited forever.
+  await new Promise<void>((resolve, reject) => {
+    const watcher = watchNow(gate, (_, name) => name === 'go' && done());
+    const done = () => {
+      watcher.close();
+      resolve();
+    };
+    watcher.on('error', reject);
+    writeFile(join(gate, `ready-${process.pid}`), '')
+      .then(() => readOrNull(join(gate, 'go')))
+      .then((go) => go !== null && done(), reject);
+  });
 }
 
 /** Runs `work` holding the publish lock of the web root `dir`; refuses (LockRefused) while another publish holds it. */

@@ -10,7 +10,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { cp, lstat, mkdir, readdir, readFile, readlink, rm, symlink, unlink, watch, writeFile } from 'node:fs/promises';
+import { cp, lstat, mkdir, readdir, readFile, readlink, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { watch as watchNow } from 'node:fs';
 import { join } from 'node:path';
 import { build } from '../generator/build.ts';
 import { CATALOG_SRC, LDS_ARGS, runAsync, tempDir, type RunResult } from './helpers/build.ts';
@@ -133,17 +134,18 @@ async function otherBuild(): Promise<string> {
 
 // ---------------------------------------------------------------- 3. the lock
 
-/** Until `n` processes have said they are ready in `gate` (watching the folder, not polling). */
+/**
+ * Until `n` processes have said they are ready in `gate` (watching the folder, not polling; the
+ * listener form of fs.watch, which watches from the call on and sees every change).
+ */
 async function readyIn(gate: string, n: number): Promise<void> {
-  const ac = new AbortController();
-  const events = watch(gate, { signal: ac.signal });
   const count = async () => (await entries(gate)).filter((x) => x.startsWith('ready-')).length;
-  try {
-    if ((await count()) >= n) return;
-    for await (const _ of events) if ((await count()) >= n) return;
-  } finally {
-    ac.abort();
-  }
+  await new Promise<void>((resolve, reject) => {
+    const check = () => count().then((c) => c >= n && (watcher.close(), resolve()), reject);
+    const watcher = watchNow(gate, check);
+    watcher.on('error', reject);
+    check();
+  });
 }
 
 /** The pid of a process that has exited. */
