@@ -37,7 +37,7 @@
 // two-core machine runs more files at once than it has cores.
 // Usage: npm test [-- [--quick] [name-filter ...]]
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -199,6 +199,14 @@ if (existsSync(ensureBuild)) {
 }
 process.env.LDS_TEST_FIXTURE_CACHE = fixtureCacheRoot();
 pruneFixtureCache();
+// The suites' temporary folders (stores, ledgers, builds, web roots, PostgreSQL clusters: ~3 GB a
+// run) go into one folder of this run, removed when it ends: left in the temp folder they filled a
+// 50 GB disk in a few runs. Caches that outlive a run (fixtures, the PostgreSQL binaries, the file
+// durations) stay in the temp folder itself. 0755: the postgres and web-server users enter it.
+// LDS_TEST_KEEP_TMP=1 keeps it, to look at what a failing suite left.
+const runTmp = mkdtempSync(join(tmpdir(), 'lds-test-run-'));
+chmodSync(runTmp, 0o755);
+process.env.TMPDIR = runTmp;
 const compiledDir = join(repo, 'build', `test-js-${process.pid}`);
 const compiled = !process.env.LDS_TEST_TSX && existsSync(join(repo, 'tsconfig.test.json')) && compileSuites(compiledDir) ? compiledDir : null;
 
@@ -234,6 +242,8 @@ async function worker(): Promise<void> {
 await Promise.all(Array.from({ length: Math.min(JOBS, runs.length) }, worker));
 await pgStop?.();
 if (compiled) rmSync(compiled, { recursive: true, force: true });
+if (process.env.LDS_TEST_KEEP_TMP === '1') console.log(`\n# temporary files of this run kept in ${runTmp}`);
+else rmSync(runTmp, { recursive: true, force: true });
 try {
   writeFileSync(DURATIONS, JSON.stringify(took, null, 1));
 } catch {
