@@ -224,8 +224,8 @@ Examples:
 program
   .command('serve')
   .description('serve dist/, the draw and balance API, MCP and A2A (builds first when dist/ or the store is missing, and rebuilds a local build made for another port or host)')
-  .option('--port <n>', 'port (also PORT)', process.env.PORT ?? '8080')
-  .option('--host <addr>', 'address to listen on (also HOST)', process.env.HOST ?? '127.0.0.1')
+  .option('--port <n>', 'port (also PORT)', process.env.PORT || '8080')
+  .option('--host <addr>', 'address to listen on (also HOST)', process.env.HOST || '127.0.0.1')
   .option('--rebuild', 'rebuild dist/ and the unit store before serving')
   .action(async (o: { port: string; host: string; rebuild?: boolean }) => {
     const { existsSync } = await import('node:fs');
@@ -354,7 +354,7 @@ receipts
 program
   .command('mcp')
   .description(`a stdio MCP server for agent hosts (Claude Desktop and Code, VS Code, Cursor) over the client package: find products, quote, buy within the spending policy (above --approve-above: the person approves, or nothing is paid), balance, statement, verify the journal. The token and the policy come from this configuration, never from the model; ${TOKEN_HELP}`)
-  .option('--base-url <url>', "the service's API base (also LDS_BASE_URL)", process.env.LDS_BASE_URL ?? DEFAULT_BASE_URL)
+  .option('--base-url <url>', "the service's API base (also LDS_BASE_URL)", process.env.LDS_BASE_URL || DEFAULT_BASE_URL)
   .option('--token-file <file>', `file holding the balance token (mode 0600); ${TOKEN_ENV} takes precedence`)
   .option('--max <eur>', 'required: refuse a draw that costs more than this (also LDS_MAX_PER_DRAW)', process.env.LDS_MAX_PER_DRAW)
   .option('--max-per-day <eur>', 'required: refuse a draw that would take the paid draws of the last 24 hours (counted in the journal, across processes) above this (also LDS_MAX_PER_DAY)', process.env.LDS_MAX_PER_DAY)

@@ -58,4 +58,11 @@ test('the help in the reference is what the real command prints for --help', () 
   }
 });
 
+test('an empty PORT or HOST is no setting: lds serve defaults to 8080 on 127.0.0.1, as the configuration reads an empty setting (PORT= listened on any free port)', () => {
+  const r = spawnSync(process.execPath, [...LDS_ARGS, 'serve', '--help'], { cwd: REPO, env: { ...withoutSettings(process.env), PORT: '', HOST: '' }, encoding: 'utf8' });
+  assert.is(r.status, 0, r.stderr);
+  assert.match(r.stdout, /--port <n>\s+port \(also PORT\) \(default: "8080"\)/);
+  assert.match(r.stdout, /--host <addr>\s+address to listen on \(also HOST\) \(default: "127\.0\.0\.1"\)/);
+});
+
 test.run();
