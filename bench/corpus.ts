@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { tokenize } from '../contract/store-format.ts';
 import { readLines } from '../generator/ingest/lines.ts';
 import type { Source } from '../generator/model.ts';
+import { rng } from '../test/helpers/random.ts';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const SRC = join(REPO, 'catalog-src');
@@ -33,18 +34,6 @@ export interface Corpus {
 export function corpusOf(units: number): Corpus {
   const dir = resolve(process.env.BENCH_DIR ?? join(tmpdir(), `lds-bench-store-${units}-${SEED}`));
   return { units, dir, paragraphs: join(dir, 'data', 'paragraphs.jsonl'), acts: join(dir, 'data', 'acts.jsonl'), store: join(dir, 'store') };
-}
-
-/** mulberry32: small, fast, seedable. */
-export function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export interface Para { celex_id: string; para_idx: number; pivot_lang: string; langs: string[]; text: Record<string, string> }

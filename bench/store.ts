@@ -21,7 +21,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tokenize } from '../contract/store-format.ts';
 import { readLines } from '../generator/ingest/lines.ts';
-import { actProducts, benchQueries, buildStore, corpusOf, latencies, PARAS_PER_ACT, PRODUCT, rng, SEED, synth, type Para } from './corpus.ts';
+import { actProducts, benchQueries, buildStore, corpusOf, latencies, PARAS_PER_ACT, PRODUCT, SEED, synth, type Para } from './corpus.ts';
+import { rng } from '../test/helpers/random.ts';
 
 const UNITS = Number(process.env.BENCH_UNITS ?? 1_000_000);
 const C = corpusOf(UNITS);

@@ -28,7 +28,8 @@ import { damaged, parseJson, StoreFiles } from './store-files.ts';
 
 type Db = Level<string, Uint8Array>;
 
-const json = <T>(v: Uint8Array): T => JSON.parse(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8')) as T;
+const text = (v: Uint8Array): string => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8');
+const json = <T>(v: Uint8Array): T => JSON.parse(text(v)) as T;
 
 class LevelUnitStore implements UnitStoreReader {
   constructor(
@@ -79,7 +80,7 @@ class LevelUnitStore implements UnitStoreReader {
     // a word no unit of the product has adds nothing; of the others, the first MAX_TERMS in sorted
     // order are ranked (the query length bound, maxQueryChars, makes more a rare case)
     const headers = found
-      .flatMap((v, i) => (v ? [parseJson<TermHeader>(Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8'), () => damaged(this.meta.store_version, `the term header of ${words[i]} in ${productId} is not JSON`))] : []))
+      .flatMap((v, i) => (v ? [parseJson<TermHeader>(text(v), () => damaged(this.meta.store_version, `the term header of ${words[i]} in ${productId} is not JSON`))] : []))
       .slice(0, MAX_TERMS);
     if (headers.length === 0) return [];
     const lists = await Promise.all(headers.map((h) => this.files.postingList(h)));
