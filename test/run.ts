@@ -70,10 +70,11 @@ function backendsOf(file: string): (Backend | null)[] {
   return only ? wanted.filter((b) => b === only) : wanted;
 }
 
-/** Files at a time: measured on a 2-core machine (README): 2 per core, since most suites wait rather than compute. */
-// Measured on the 2-core machine, fresh clone (2026-11-27): the whole suite 859 s at 4 files at a
-// time, 910 s at 3 (its suites wait on fsync, servers and child processes); the quick tier, all CPU
-// in process, 54 s at 2, 55 s at 3, 66 s at 4.
+/**
+ * Files at a time, measured on the 2-core machine from a fresh clone (2026-11-27): the whole suite
+ * 859 s at 4, 910 s at 3 (its suites wait on fsync, servers and child processes); the quick tier,
+ * all CPU in process, 54 s at 2, 55 s at 3, 66 s at 4.
+ */
 const JOBS = Math.max(1, Math.floor(Number(process.env.LDS_TEST_JOBS ?? availableParallelism() * (quick ? 1 : 2))) || 1);
 const runName = (file: string, backend: Backend | null) => (backend ? `${file} [${backend}]` : file);
 /** Seconds each run took last time on this machine (kept in the temp folder, never in the repository). */
