@@ -22,10 +22,13 @@
 //   - the compiled build/ that `npm start` runs, compiled here before any suite (two suites never
 //     compile at once); the suites then run `lds` from it (LDS_TEST_CLI_JS, test/helpers/build.ts)
 //     instead of compiling cli.ts again in every process they spawn;
-//   - the suites themselves, compiled to JavaScript (tsconfig.test.json) into build/test-js-<pid>/
+//   - the suites themselves, compiled to JavaScript (tsconfig.test.json) into build/test-js/<hash>/
 //     beside links to their sources, and run with plain `node`: through tsx's loader hooks each
 //     test process spent two to four seconds more CPU loading the service's modules. Stack traces
-//     name the TypeScript lines (source maps). LDS_TEST_TSX=1 runs them through tsx instead;
+//     name the TypeScript lines (source maps). The compile (~9 s, most of a quick run's overhead)
+//     is kept and reused while its inputs are unchanged: <hash> covers every source file's path and
+//     every TypeScript file's bytes, the tsconfigs and the compiler's version. LDS_TEST_TSX=1 runs
+//     them through tsx instead;
 //   - the service fixture build (test/helpers/service-harness.ts buildFixture), in a cache in the
 //     temp folder keyed by a hash of everything it is built from (test/helpers/fixture-cache.ts),
 //     so a second run on the machine reuses it and a changed input makes a new one.
@@ -38,7 +41,8 @@
 // process, one per core.
 // Usage: npm test [-- [--quick] [name-filter ...]]
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -130,7 +134,8 @@ const FILE_TIMEOUT_MS = Math.max(1, Number(process.env.LDS_TEST_FILE_TIMEOUT_S ?
  */
 function compileSuites(out: string): boolean {
   rmSync(out, { recursive: true, force: true });
-  const tsc = spawnSync(process.execPath, [join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repo, 'tsconfig.test.json'), '--outDir', out], { cwd: repo, encoding: 'utf8' });
+  // Emit only: `npx tsc --noEmit` is the type check (CI runs it), and types do not change the emitted code.
+  const tsc = spawnSync(process.execPath, [join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repo, 'tsconfig.test.json'), '--noCheck', '--outDir', out], { cwd: repo, encoding: 'utf8' });
   if (!existsSync(join(out, 'test', 'run.js'))) {
     console.error(`error: the suites did not compile (${(tsc.stdout + tsc.stderr).split('\n')[0]}); running them through tsx`);
     return false;
@@ -147,10 +152,66 @@ function compileSuites(out: string): boolean {
       else link(path);
     }
   };
-  for (const dir of ['cli', 'client', 'contract', 'generator', 'payments', 'sim', 'test']) mirror(dir);
+  for (const dir of SUITE_DIRS) mirror(dir);
   for (const file of ['cli.ts', 'package.json', 'node_modules']) link(file);
   return true;
 }
+
+/** The folders the suites are compiled from (tsconfig.test.json's include) and mirrored beside them. */
+const SUITE_DIRS = ['cli', 'client', 'contract', 'generator', 'payments', 'sim', 'test'];
+
+/**
+ * What the compiled suites depend on: the repository's place, the path of every file of SUITE_DIRS
+ * (each is compiled or linked), the bytes of every TypeScript file, the tsconfigs and the
+ * compiler's version. A new or removed file, an edit or a new compiler makes a new compile.
+ */
+function suitesHash(): string {
+  const h = createHash('sha256').update(`${realpathSync(repo)}\n`);
+  const add = (rel: string) => {
+    h.update(`${rel}\n`);
+    if (rel.endsWith('.ts') || rel.endsWith('.json')) h.update(readFileSync(join(repo, rel)));
+  };
+  const walk = (rel: string): void => {
+    for (const e of readdirSync(join(repo, rel), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const path = join(rel, e.name);
+      if (e.isDirectory()) {
+        if (e.name !== 'node_modules' && path !== join('client', 'dist')) walk(path);
+      } else add(path);
+    }
+  };
+  for (const dir of SUITE_DIRS) walk(dir);
+  for (const file of ['cli.ts', 'package.json', 'tsconfig.json', 'tsconfig.test.json', join('node_modules', 'typescript', 'package.json')]) add(file);
+  return h.digest('hex').slice(0, 16);
+}
+
+/**
+ * The compiled suites for the sources as they are: reused from build/test-js/<hash>/ when an
+ * earlier run compiled the same inputs, else compiled into a folder of this run and renamed into
+ * place (two runs at once never see a half-written one). Other hashes are removed; null when the
+ * compile failed (the suites then run through tsx).
+ */
+function compiledSuites(): string | null {
+  const root = join(repo, 'build', 'test-js');
+  const hash = suitesHash();
+  const dir = join(root, hash);
+  mkdirSync(root, { recursive: true });
+  for (const e of readdirSync(root)) {
+    // other compiles; a folder of a run still compiling (<hash>.<pid>) is left for an hour
+    const path = join(root, e);
+    if (e !== hash && (!e.includes('.') || Date.now() - statSync(path).mtimeMs > 3_600_000)) rmSync(path, { recursive: true, force: true });
+  }
+  if (existsSync(join(dir, COMPILED))) return dir;
+  const tmp = `${dir}.${process.pid}`;
+  if (!compileSuites(tmp)) return null;
+  writeFileSync(join(tmp, COMPILED), `${new Date().toISOString()}\n`);
+  try {
+    renameSync(tmp, dir);
+  } catch {
+    rmSync(tmp, { recursive: true, force: true }); // another run put the same compile in place first
+  }
+  return dir;
+}
+const COMPILED = '.compiled';
 
 function runFile(file: string, backend: Backend | null): Promise<Finished> {
   return new Promise((resolve) => {
@@ -212,8 +273,7 @@ pruneFixtureCache();
 const runTmp = mkdtempSync(join(tmpdir(), 'lds-test-run-'));
 chmodSync(runTmp, 0o755);
 process.env.TMPDIR = runTmp;
-const compiledDir = join(repo, 'build', `test-js-${process.pid}`);
-const compiled = !process.env.LDS_TEST_TSX && existsSync(join(repo, 'tsconfig.test.json')) && compileSuites(compiledDir) ? compiledDir : null;
+const compiled = !process.env.LDS_TEST_TSX && existsSync(join(repo, 'tsconfig.test.json')) ? compiledSuites() : null;
 
 const sum = { passed: 0, failed: 0, skipped: 0 };
 const failedFiles: string[] = [];
@@ -246,7 +306,6 @@ async function worker(): Promise<void> {
 }
 await Promise.all(Array.from({ length: Math.min(JOBS, runs.length) }, worker));
 await pgStop?.();
-if (compiled) rmSync(compiled, { recursive: true, force: true });
 if (process.env.LDS_TEST_KEEP_TMP === '1') console.log(`\n# temporary files of this run kept in ${runTmp}`);
 else rmSync(runTmp, { recursive: true, force: true });
 try {

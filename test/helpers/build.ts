@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 
 /**
- * The repository's root. Under test/run.ts the suites run compiled, from build/test-js-<pid>/, where
+ * The repository's root. Under test/run.ts the suites run compiled, from build/test-js/<hash>/, where
  * package.json is a link to the repository's own: its real path names the repository, so
  * catalog-src, cli.ts and every other path below REPO are the repository's, never the compiled copy's.
  */
