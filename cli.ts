@@ -113,7 +113,7 @@ program
   .option('--skip-bad-records', 'skip malformed input records (counted in the report) instead of failing the build')
   .option('--no-store', 'do not ingest data: counts stay zero and _health says why')
   .addOption(new Option('--source-date-epoch <seconds>', 'build clock for reproducible output (also SOURCE_DATE_EPOCH)').argParser((v) => Number(v)))
-  .addHelpText('after', `\nExit status: 0 built; 1 catalog-src has errors (each reported as \`lds check\` reports it) or the build failed, and the previous dist/ stays served; 2 could not run (no such folder, no schemas), as for \`lds check\`.`)
+  .addHelpText('after', `\nThe .br and .gz variants of each document are cached by content in $XDG_CACHE_HOME/lds/compress (~/.cache/lds/compress): a rebuild compresses only what changed. LDS_BUILD_CACHE=<dir> puts the cache elsewhere, LDS_BUILD_CACHE=off builds without it.\n\nExit status: 0 built; 1 catalog-src has errors (each reported as \`lds check\` reports it) or the build failed, and the previous dist/ stays served; 2 could not run (no such folder, no schemas), as for \`lds check\`.`)
   .action(async (o) => {
     const { build } = await import('./generator/build.ts');
     const addresses: Record<string, string> = {};

@@ -8,7 +8,8 @@ import { fsyncPath, fsyncTree, removeLinkLeftovers, removeStaleTemp, switchLink,
 import { buildCatalogue } from './catalog.ts';
 import { EMITTERS } from './emit/index.ts';
 import { emitHostingConfig } from './emit/headers.ts';
-import { compressedVariants, type CompressedVariant } from './emit/compress.ts';
+import { compressedVariants, type CompressedVariant, type Compressor } from './emit/compress.ts';
+import { compressCacheDir, openCompressCache } from './compress-cache.ts';
 import type { EmitContext, OutputFile } from './emit/types.ts';
 import { localServiceAddresses, resolveAddresses } from './addresses.ts';
 import { loadCatalogSrc } from './load.ts';
@@ -35,6 +36,8 @@ export interface BuildOptions {
   /** Seconds since the epoch; defaults to SOURCE_DATE_EPOCH, then the clock. */
   sourceDateEpoch?: number;
   progress?: (msg: string) => void;
+  /** The compression cache folder (generator/compress-cache.ts); null: none. Default: LDS_BUILD_CACHE, else ~/.cache/lds/compress. */
+  compressCache?: string | null;
 }
 
 export interface BuildResult {
@@ -83,11 +86,11 @@ export interface RenderedFile extends OutputFile {
   variants: CompressedVariant[];
 }
 
-export function renderAll(ctx: EmitContext): RenderedFile[] {
+export function renderAll(ctx: EmitContext, compress?: Compressor): RenderedFile[] {
   // Compressed once here: the hosting configuration needs to know which documents have variants
   // (Vary, and the rules that send them), and writeTree writes the same bytes.
   const files = EMITTERS.flatMap((emit) => emit(ctx)).map((f) => {
-    const variants = compressedVariants(f);
+    const variants = compressedVariants(f, compress);
     return { ...f, codings: variants.map((v) => v.coding), variants };
   });
   const all: RenderedFile[] = [...files, ...emitHostingConfig(ctx, files).map((f) => ({ ...f, variants: [] }))];
@@ -203,7 +206,13 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
 
   progress('rendering documents');
   const ctx = emitContext(cat, addresses, store, builtAt);
-  const files = renderAll(ctx);
+  const cacheDir = opts.compressCache === undefined ? compressCacheDir() : opts.compressCache;
+  const cache = cacheDir === null ? null : openCompressCache(cacheDir, progress);
+  const files = renderAll(ctx, cache?.compress);
+  if (cache) {
+    const { hits, made, damaged } = cache.stats;
+    progress(`compressed variants: ${hits} from the cache (${cache.dir}), ${made} made${damaged ? `, ${damaged} damaged cache entries replaced` : ''}`);
+  }
 
   // Only a build whose service addresses are the local origin's follows the port `serve` listens on
   // (generator/local-build.ts). The record goes before the swap when it is removed and after it when
@@ -212,6 +221,7 @@ export async function build(opts: BuildOptions): Promise<BuildResult> {
   if (!followsPort) await forgetLocalBuild(outDir);
   await switchDist(outDir, `${ctx.version}-${Date.now().toString(36)}`, files);
   if (followsPort) await writeLocalBuild(outDir, opts.localOrigin!, srcDir);
+  await cache?.prune();
   progress(`wrote ${files.length} files to ${outDir} (${ctx.version})`);
   return { version: ctx.version, storeVersion: store.store_version, store, files: files.length, outDir, report };
 }
