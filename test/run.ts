@@ -42,7 +42,7 @@
 // Usage: npm test [-- [--quick] [name-filter ...]]
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -187,8 +187,8 @@ function suitesHash(): string {
 /**
  * The compiled suites for the sources as they are: reused from build/test-js/<hash>/ when an
  * earlier run compiled the same inputs, else compiled into a folder of this run and renamed into
- * place (two runs at once never see a half-written one). Other hashes are removed; null when the
- * compile failed (the suites then run through tsx).
+ * place (two runs at once never see a half-written one). Other compiles no run used for an hour
+ * are removed (~6 MB each); null when the compile failed (the suites then run through tsx).
  */
 function compiledSuites(): string | null {
   const root = join(repo, 'build', 'test-js');
@@ -196,11 +196,16 @@ function compiledSuites(): string | null {
   const dir = join(root, hash);
   mkdirSync(root, { recursive: true });
   for (const e of readdirSync(root)) {
-    // other compiles; a folder of a run still compiling (<hash>.<pid>) is left for an hour
+    // other compiles (and folders of interrupted ones), unless a run used them in the last hour: a
+    // run of another version of the sources may still be going
     const path = join(root, e);
-    if (e !== hash && (!e.includes('.') || Date.now() - statSync(path).mtimeMs > 3_600_000)) rmSync(path, { recursive: true, force: true });
+    if (e !== hash && Date.now() - statSync(path).mtimeMs > 3_600_000) rmSync(path, { recursive: true, force: true });
   }
-  if (existsSync(join(dir, COMPILED))) return dir;
+  if (existsSync(join(dir, COMPILED))) {
+    const now = new Date();
+    utimesSync(dir, now, now); // used now: kept from the pruning above for an hour
+    return dir;
+  }
   const tmp = `${dir}.${process.pid}`;
   if (!compileSuites(tmp)) return null;
   writeFileSync(join(tmp, COMPILED), `${new Date().toISOString()}\n`);
@@ -264,6 +269,8 @@ if (existsSync(ensureBuild)) {
   else console.error('error: build/ did not compile (see above); the suites that run `npm start` will fail, the others run cli.ts through tsx');
 }
 process.env.LDS_TEST_FIXTURE_CACHE = fixtureCacheRoot();
+// The build's compression cache (generator/compress-cache.ts) beside the fixtures, not in the home folder.
+process.env.LDS_BUILD_CACHE ??= join(process.env.LDS_TEST_FIXTURE_CACHE, 'compress');
 pruneFixtureCache();
 // The suites' temporary folders (stores, ledgers, builds, web roots, PostgreSQL clusters: ~3 GB a
 // run) go into one folder of this run, removed when it ends: left in the temp folder they filled a
