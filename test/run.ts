@@ -26,8 +26,8 @@
 //     beside links to their sources, and run with plain `node`: through tsx's loader hooks each
 //     test process spent two to four seconds more CPU loading the service's modules. Stack traces
 //     name the TypeScript lines (source maps). The compile (~9 s, most of a quick run's overhead)
-//     is kept and reused while its inputs are unchanged: <hash> covers every source file's path and
-//     every TypeScript file's bytes, the tsconfigs and the compiler's version. LDS_TEST_TSX=1 runs
+//     is kept and reused while its inputs are unchanged: <hash> covers every source file's path,
+//     every TypeScript and JSON file's bytes, the tsconfigs and the compiler's version. LDS_TEST_TSX=1 runs
 //     them through tsx instead;
 //   - the service fixture build (test/helpers/service-harness.ts buildFixture), in a cache in the
 //     temp folder keyed by a hash of everything it is built from (test/helpers/fixture-cache.ts),
@@ -162,7 +162,7 @@ const SUITE_DIRS = ['cli', 'client', 'contract', 'generator', 'payments', 'sim',
 
 /**
  * What the compiled suites depend on: the repository's place, the path of every file of SUITE_DIRS
- * (each is compiled or linked), the bytes of every TypeScript file, the tsconfigs and the
+ * (each is compiled or linked), the bytes of every TypeScript and JSON file, the tsconfigs and the
  * compiler's version. A new or removed file, an edit or a new compiler makes a new compile.
  */
 function suitesHash(): string {
