@@ -1,25 +1,11 @@
 // Issue 2: reproducible builds, version sensitivity, and bad inputs that never touch dist/.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createHash } from 'node:crypto';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
-import { CATALOG_SRC, cli, copyCatalogSrc, editJson, tempDir } from './helpers/build.ts';
+import { join } from 'node:path';
+import { CATALOG_SRC, cli, copyCatalogSrc, editJson, tempDir, treeDigest } from './helpers/build.ts';
 
 const EPOCH = { SOURCE_DATE_EPOCH: '1767225600' };
-
-async function treeDigest(dir: string): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  const walk = async (d: string) => {
-    for (const e of await readdir(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else out.set(relative(dir, p), createHash('sha256').update(await readFile(p)).digest('hex'));
-    }
-  };
-  await walk(dir);
-  return out;
-}
 
 async function buildInto(src: string, extra: string[] = []) {
   const root = await tempDir('build');

@@ -6,24 +6,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
 import { chmod, mkdir, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build } from '../generator/build.ts';
 import { compressCacheDir, openCompressCache, pruneCompressCache } from '../generator/compress-cache.ts';
 import { CODECS, compressedVariants } from '../generator/emit/compress.ts';
-import { CATALOG_SRC, tempDir } from './helpers/build.ts';
+import { CATALOG_SRC, tempDir, treeDigest } from './helpers/build.ts';
 
 const EPOCH = 1767225600;
-
-async function treeDigest(dir: string): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (!e.isFile()) continue;
-    const p = join(e.parentPath, e.name);
-    out.set(relative(dir, p), createHash('sha256').update(await readFile(p)).digest('hex'));
-  }
-  return out;
-}
 
 /** A build without a store into a new folder; its dist/ digest and the progress lines about the cache. */
 async function buildWith(compressCache: string | null) {

@@ -132,7 +132,7 @@ const FILE_TIMEOUT_MS = Math.max(1, Number(process.env.LDS_TEST_FILE_TIMEOUT_S ?
  * Type errors do not stop the run (`npx tsc --noEmit` reports them); a compile that emitted
  * nothing does: the suites then run through tsx.
  */
-function compileSuites(out: string): boolean {
+function compileSuites(out: string, sources: string[]): boolean {
   rmSync(out, { recursive: true, force: true });
   // Emit only: `npx tsc --noEmit` is the type check (CI runs it), and types do not change the emitted code.
   const tsc = spawnSync(process.execPath, [join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repo, 'tsconfig.test.json'), '--noCheck', '--outDir', out], { cwd: repo, encoding: 'utf8' });
@@ -145,15 +145,7 @@ function compileSuites(out: string): boolean {
     mkdirSync(dirname(join(out, rel)), { recursive: true });
     symlinkSync(realpathSync(join(repo, rel)), join(out, rel));
   };
-  const mirror = (rel: string): void => {
-    for (const e of readdirSync(join(repo, rel), { withFileTypes: true })) {
-      const path = join(rel, e.name);
-      if (e.isDirectory() && e.name !== 'node_modules' && path !== join('client', 'dist')) mirror(path);
-      else link(path);
-    }
-  };
-  for (const dir of SUITE_DIRS) mirror(dir);
-  for (const file of ['cli.ts', 'package.json', 'node_modules']) link(file);
+  for (const rel of [...sources, 'node_modules']) link(rel);
   return true;
 }
 
@@ -161,26 +153,34 @@ function compileSuites(out: string): boolean {
 const SUITE_DIRS = ['cli', 'client', 'contract', 'generator', 'payments', 'sim', 'test'];
 
 /**
- * What the compiled suites depend on: the repository's place, the path of every file of SUITE_DIRS
- * (each is compiled or linked), the bytes of every TypeScript and JSON file, the tsconfigs and the
- * compiler's version. A new or removed file, an edit or a new compiler makes a new compile.
+ * Every file of SUITE_DIRS, in a fixed order, and cli.ts and package.json: what is compiled or
+ * linked beside the compiled suites. node_modules folders and client/dist are taken whole (linked,
+ * not walked): they are not sources.
  */
-function suitesHash(): string {
-  const h = createHash('sha256').update(`${realpathSync(repo)}\n`);
-  const add = (rel: string) => {
-    h.update(`${rel}\n`);
-    if (rel.endsWith('.ts') || rel.endsWith('.json')) h.update(readFileSync(join(repo, rel)));
-  };
+function suiteSources(): string[] {
+  const out: string[] = [];
   const walk = (rel: string): void => {
     for (const e of readdirSync(join(repo, rel), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       const path = join(rel, e.name);
-      if (e.isDirectory()) {
-        if (e.name !== 'node_modules' && path !== join('client', 'dist')) walk(path);
-      } else add(path);
+      if (e.isDirectory() && e.name !== 'node_modules' && path !== join('client', 'dist')) walk(path);
+      else out.push(path);
     }
   };
   for (const dir of SUITE_DIRS) walk(dir);
-  for (const file of ['cli.ts', 'package.json', 'tsconfig.json', 'tsconfig.test.json', join('node_modules', 'typescript', 'package.json')]) add(file);
+  return [...out, 'cli.ts', 'package.json'];
+}
+
+/**
+ * What the compiled suites depend on: the repository's place, the path of every source (each is
+ * compiled or linked), the bytes of every TypeScript and JSON file, the tsconfigs and the
+ * compiler's version. A new or removed file, an edit or a new compiler makes a new compile.
+ */
+function suitesHash(sources: string[]): string {
+  const h = createHash('sha256').update(`${realpathSync(repo)}\n`);
+  for (const rel of [...sources, 'tsconfig.json', 'tsconfig.test.json', join('node_modules', 'typescript', 'package.json')]) {
+    h.update(`${rel}\n`);
+    if ((rel.endsWith('.ts') || rel.endsWith('.json')) && statSync(join(repo, rel)).isFile()) h.update(readFileSync(join(repo, rel)));
+  }
   return h.digest('hex').slice(0, 16);
 }
 
@@ -192,7 +192,8 @@ function suitesHash(): string {
  */
 function compiledSuites(): string | null {
   const root = join(repo, 'build', 'test-js');
-  const hash = suitesHash();
+  const sources = suiteSources();
+  const hash = suitesHash(sources);
   const dir = join(root, hash);
   mkdirSync(root, { recursive: true });
   for (const e of readdirSync(root)) {
@@ -207,7 +208,7 @@ function compiledSuites(): string | null {
     return dir;
   }
   const tmp = `${dir}.${process.pid}`;
-  if (!compileSuites(tmp)) return null;
+  if (!compileSuites(tmp, sources)) return null;
   writeFileSync(join(tmp, COMPILED), `${new Date().toISOString()}\n`);
   try {
     renameSync(tmp, dir);

@@ -1,7 +1,8 @@
 // Test helpers: throwaway copies of catalog-src and builds into temp folders.
-import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { cp, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawn, spawnSync } from 'node:child_process';
 import { realpathSync } from 'node:fs';
@@ -23,6 +24,20 @@ export async function copyCatalogSrc(): Promise<string> {
   const dir = join(await tempDir('src'), 'catalog-src');
   await cp(CATALOG_SRC, dir, { recursive: true });
   return dir;
+}
+
+/** Every file under `dir` (a dist/ link is followed) by its path relative to `dir`, with the sha256 of its bytes. */
+export async function treeDigest(dir: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const walk = async (d: string) => {
+    for (const e of await readdir(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else out.set(relative(dir, p), createHash('sha256').update(await readFile(p)).digest('hex'));
+    }
+  };
+  await walk(dir);
+  return out;
 }
 
 export async function editJson(path: string, edit: (doc: any) => void): Promise<void> {
