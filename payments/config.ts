@@ -12,6 +12,7 @@ import { DEFAULT_QUERY_TIMEOUT_MS, defaultStatementTimeoutMs } from './ledger/po
 import { generateReceiptKey, ReceiptKeyError, ReceiptSigner } from './receipts.ts';
 import { parseAmountCents } from '../contract/money.ts';
 import { DEFAULT_MAX_ADJUSTMENT_CENTS } from '../contract/limits.ts';
+import { defaultSearchThreads } from './store/search-threads.ts';
 
 export type ProcessorName = 'sandbox' | 'stripe';
 
@@ -46,6 +47,8 @@ export interface ServiceConfig {
    * dist/), besides watching both folders; 0: only on SIGHUP (payments/release/releases.ts).
    */
   releaseCheckMs: number;
+  /** Threads one search may use, the serving one included (LDS_SEARCH_THREADS; default 2 where there are 2 cores; payments/store/search-threads.ts). */
+  searchThreads?: number;
   /** Token bucket per client address on the API routes: refill per second and capacity. 0 disables. */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
@@ -253,6 +256,7 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     processor,
     quoteTtlSeconds: intSetting(env, 'LDS_QUOTE_TTL_SECONDS', 900, 1),
     releaseCheckMs: intSetting(env, 'LDS_RELEASE_CHECK_MS', 2000, 0),
+    searchThreads: intSetting(env, 'LDS_SEARCH_THREADS', defaultSearchThreads(), 1),
     rateLimitPerSecond: intSetting(env, 'LDS_RATE_LIMIT_RPS', 20, 0),
     rateLimitBurst: intSetting(env, 'LDS_RATE_LIMIT_BURST', 40, 1),
     // LDS_RATE_LIMIT_RPS=0 (rate limiting off) also turns the token limit off unless it is set itself.

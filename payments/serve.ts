@@ -91,9 +91,11 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-async function defaultOpenStore(root: string, version?: string): Promise<UnitStoreReader> {
-  const { openUnitStore } = await import('./store/unit-store.ts');
-  return openUnitStore(root, version === undefined ? {} : { version });
+function defaultOpenStore(config: ServiceConfig): NonNullable<StartOptions['openStore']> {
+  return async (root, version) => {
+    const { openUnitStore } = await import('./store/unit-store.ts');
+    return openUnitStore(root, { version, searchThreads: config.searchThreads });
+  };
 }
 
 /**
@@ -135,7 +137,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
   const { catalogue } = first;
   // Problem types point at the problem pages this very build published under its docs_url.
   useProblemBase(catalogue.docs_url);
-  const openStore = opts.openStore ?? defaultOpenStore;
+  const openStore = opts.openStore ?? defaultOpenStore(config);
   const store = await openPublishedStore(openStore, config.storeRoot, catalogue.store_version, logger);
   const metrics = createMetrics({ backend: config.ledgerUrl ? 'postgres' : 'level', products: catalogue.products.map((p) => p.product_id) });
   let opened: OpenedLedger;

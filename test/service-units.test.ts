@@ -10,6 +10,7 @@ import { Writable } from 'node:stream';
 import { generateReceiptKey } from '../payments/receipts.ts';
 import { operatorToken } from '../cli/admin.ts';
 import { ConfigError, loadConfig } from '../payments/config.ts';
+import { availableParallelism } from 'node:os';
 import { QuoteSigner, canonicalUnits, requestDigest } from '../payments/draw/quote.ts';
 import { createRateLimiter } from '../payments/http/ratelimit.ts';
 import { chooseEncoding, etagMatches, parseHeadersFile } from '../payments/http/static.ts';
@@ -100,6 +101,10 @@ test('config: defaults, secrets generated once with mode 0600, production rules'
   assert.equal([off.rateLimitPerSecond, off.rateLimitTokenPerSecond], [0, 0]);
   const tokenOnly = await loadConfig({}, { LDS_VAR_DIR: v, LDS_RATE_LIMIT_RPS: '0', LDS_RATE_LIMIT_TOKEN_RPS: '5' });
   assert.equal([tokenOnly.rateLimitPerSecond, tokenOnly.rateLimitTokenPerSecond], [0, 5]);
+  // Search threads: 2 where there are 2 cores, 1 on one; LDS_SEARCH_THREADS sets it, 0 is refused.
+  assert.is(c.searchThreads, Math.min(2, availableParallelism()));
+  assert.is((await loadConfig({}, { LDS_VAR_DIR: v, LDS_SEARCH_THREADS: '1' })).searchThreads, 1);
+  await rejects(() => loadConfig({}, { LDS_VAR_DIR: v, LDS_SEARCH_THREADS: '0' }), /LDS_SEARCH_THREADS must be an integer >= 1/);
 
   const prod = { NODE_ENV: 'production', LDS_VAR_DIR: v };
   await rejects(() => loadConfig({}, { ...prod, PAYMENT_PROCESSOR: 'sandbox' }), /sandbox/);

@@ -7,9 +7,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodePostingList, POSTING_BLOCK } from '../contract/posting-list.ts';
 import { bm25Idf, type ProductIndexStats, type TermHeader } from '../contract/store-format.ts';
-import { topK } from '../payments/store/evaluation.ts';
-import { PostingCursor } from '../payments/store/postings.ts';
+import { mergeTop, topK } from '../payments/store/evaluation.ts';
+import { END, PostingCursor } from '../payments/store/postings.ts';
 import { upperBound } from '../payments/store/scoring.ts';
+import { SearchThreads } from '../payments/store/search-threads.ts';
 import { rng } from './helpers/random.ts';
 
 const N = 40_000;
@@ -58,7 +59,7 @@ for (const t of [...Object.keys(SHARES), ...RARE]) {
     bm25Idf(N, n),
     avgdl,
   );
-  const list = new Uint8Array(new ArrayBuffer(bytes.byteLength)); // 8-byte aligned, as the reader's buffers are
+  const list = new Uint8Array(new SharedArrayBuffer(bytes.byteLength)); // 8-byte aligned and shared, as the reader's buffers are
   list.set(bytes);
   lists.set(t, { list, header: { df: n, blocks: Math.ceil(n / POSTING_BLOCK), at: 0, bytes: bytes.byteLength, max } });
 }
@@ -84,10 +85,13 @@ function bruteForce(terms: string[], k: number): { docid: number; score: number 
   return out.sort((a, b) => b.score - a.score || a.docid - b.docid).slice(0, k);
 }
 
-/** The search as the store runs it: one cursor per indexed query term, in sorted term order. */
+/** The indexed terms of a query, in sorted order: one cursor each. */
+const present = (terms: string[]) => [...new Set(terms)].sort().filter((t) => lists.has(t));
+const cursors = (terms: string[]) => present(terms).map((t, i) => new PostingCursor(lists.get(t)!.list, lists.get(t)!.header, stats, lengths, i));
+
+/** The search as the store runs it on one thread. */
 function search(terms: string[], k: number) {
-  const present = [...new Set(terms)].sort().filter((t) => lists.has(t));
-  return topK(present.map((t, i) => new PostingCursor(lists.get(t)!.list, lists.get(t)!.header, stats, lengths, i)), k);
+  return topK(cursors(terms), k);
 }
 
 const LIMITS = [1, 2, 3, 5, 10, 17, 50, 100];
@@ -126,6 +130,52 @@ test('a limit past the matches returns every match, in order', () => {
   assert.ok(all.length > 100 && all.length < N);
   assert.equal(search(['m0', 'r1'], N), all);
   assert.equal(search(['absent'], 10), []);
+});
+
+test('any split of the docids into ranges, each searched alone and the top lists merged, gives the same top k', () => {
+  const q = rng(3637);
+  const pool = [...Object.keys(SHARES), ...RARE, 'absent'];
+  for (let i = 0; i < 120; i++) {
+    const terms = Array.from({ length: 1 + Math.floor(q() * 5) }, () => pool[Math.floor(q() * pool.length)]);
+    const k = LIMITS[Math.floor(q() * LIMITS.length)];
+    // 2 to 5 ranges with random bounds, some empty, some inside a block
+    const bounds = [0, ...Array.from({ length: 1 + Math.floor(q() * 4) }, () => Math.floor(q() * (N + 10))).sort((a, b) => a - b), END];
+    let hits = topK(cursors(terms), k, bounds[0], bounds[1]);
+    for (let r = 1; r + 1 < bounds.length; r++) hits = mergeTop(hits, topK(cursors(terms), k, bounds[r], bounds[r + 1]), k);
+    assert.equal(hits, bruteForce(terms, k), `${terms.join(' ')} limit ${k} ranges ${bounds.join(',')}`);
+  }
+});
+
+test('search threads: a split search equals brute force, queries at once share the helpers, a damaged list fails as on one thread', async () => {
+  const threads = new SearchThreads(3, 0); // every query split, two helper threads
+  const run = (terms: string[], k: number) => {
+    const p = present(terms);
+    return threads.topK(p.map((t) => lists.get(t)!.list), p.map((t) => lists.get(t)!.header), stats, lengths, k);
+  };
+  try {
+    for (const q of [['f0'], ['f0', 'f1', 'f2'], ['f3', 'm5', 'r7'], ['m0', 'r1'], ['r3']]) for (const k of [1, 10, 100]) assert.equal(await run(q, k), bruteForce(q, k), `${q.join(' ')} limit ${k}`);
+    assert.ok(threads.helped >= 30, `the helpers answered ranges (${threads.helped})`);
+    // many at once: a busy helper is not waited for, every answer is still exact
+    const q = rng(3638);
+    const pool = [...Object.keys(SHARES), ...RARE];
+    const queries = Array.from({ length: 40 }, () => Array.from({ length: 1 + Math.floor(q() * 4) }, () => pool[Math.floor(q() * pool.length)]));
+    const got = await Promise.all(queries.map((t) => run(t, 10)));
+    queries.forEach((t, i) => assert.equal(got[i], bruteForce(t, 10), t.join(' ')));
+    // A list whose block maxima are lowered below their impacts in the last third (the second
+    // helper's range; the list's largest maximum stays, so its directory still passes the check):
+    // that helper fails, its range is searched here and raises the store's error.
+    const { list, header } = lists.get('f1')!;
+    const bad = new Uint8Array(new SharedArrayBuffer(list.byteLength));
+    bad.set(list);
+    const blockMax = new Float64Array(bad.buffer, 0, header.blocks); // the directory's first field (contract/posting-list.ts)
+    for (let b = Math.floor((header.blocks * 2) / 3); b < header.blocks; b++) if (blockMax[b] !== header.max) blockMax[b] = 1e-9;
+    const helpedBefore = threads.helped;
+    const err = await threads.topK([bad], [header], stats, lengths, 10).then(() => null, (e: Error) => e);
+    assert.match(String(err?.message), /above the block maximum/);
+    assert.is(threads.helped, helpedBefore + 1, 'the first helper answered, the second failed');
+  } finally {
+    await threads.close();
+  }
 });
 
 test('a bound added in another order than the exact score still bounds it (rounding)', () => {

@@ -161,7 +161,8 @@ test('ranking equals brute-force BM25 over the product (score, then unit id)', a
   }
 });
 
-test('scores too: the store top k equals brute-force BM25 in references and scores, limits 1 to 100', async () => {
+/** The store's top k equals brute-force BM25 in references and scores, limits 1 to 100. */
+async function assertScoresExact(of: typeof store): Promise<void> {
   // docids are positions in reference order (contract/store-format.ts D1)
   const byDocid = scanned.map((u) => u.ref).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const more: [string, string][] = [
@@ -176,9 +177,24 @@ test('scores too: the store top k equals brute-force BM25 in references and scor
   for (const [pid, q] of [...cases, ...more]) {
     const expected = bruteForceScored(pid, q, 100);
     for (const limit of [1, 3, 10, 40, 100]) {
-      const got = (await store.rank(pid, q, limit)).map((h) => ({ ref: byDocid[h.docid], score: h.score }));
+      const got = (await of.rank(pid, q, limit)).map((h) => ({ ref: byDocid[h.docid], score: h.score }));
       assert.equal(got, expected.slice(0, limit), `${pid} "${q}" limit ${limit}`);
     }
+  }
+}
+
+test('scores too: the store top k equals brute-force BM25 in references and scores, limits 1 to 100', async () => {
+  await assertScoresExact(store);
+});
+
+test('searches split across threads (every query, three threads) give the same references and scores', async () => {
+  await store.close(); // LevelDB allows one handle per store and process
+  store = await openUnitStore(root, { searchThreads: 3, splitMinPostings: 0 });
+  try {
+    await assertScoresExact(store);
+  } finally {
+    await store.close();
+    store = await openUnitStore(root);
   }
 });
 

@@ -5,7 +5,8 @@
 // what the sequential reader gives, in the same order. Memory: at most two blocks per worker in
 // flight.
 import { open } from 'node:fs/promises';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../../contract/worker-thread.ts';
 import type { IndexWriter } from './index-writer.ts';
 import type { PreparedUnit } from './prepared.ts';
 import type { StoredUnitBody } from './units.ts';
@@ -77,18 +78,11 @@ class LineWorker {
   }
 }
 
-/**
- * The worker thread, from build/ when compiled; run by tsx (development, tests, benchmarks) it
- * registers tsx in the worker first, as a worker does not inherit the loader of `--import tsx`.
- */
+/** The worker thread (ingest-worker.ts). */
 function spawnWorker(job: LineJob): Worker {
   // A worker makes a few MB of short-lived strings per block: a young generation of 64 MB (V8's
   // default is 16) collects them with fewer scavenges (~15 % less CPU in a 200k-unit build).
-  const options = { workerData: job, resourceLimits: { maxYoungGenerationSizeMb: 64 } };
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./ingest-worker.js', import.meta.url), options);
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const worker = new URL('./ingest-worker.ts', import.meta.url).href;
-  return new Worker(`import(${JSON.stringify(tsx)}).then((t) => { t.register(); return import(${JSON.stringify(worker)}); });`, { ...options, eval: true });
+  return startWorker(import.meta.url, 'ingest-worker', { workerData: job, resourceLimits: { maxYoungGenerationSizeMb: 64 } });
 }
 
 /**

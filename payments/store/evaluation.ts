@@ -38,9 +38,11 @@ let bufImp = new Float64Array(BUFFER); // bufImp[i * T + term]: the unit's impac
 
 /**
  * The k best units over the cursors (one per query term, `term` = its place in sorted order), best
- * first. `expected`: how many units may match at most (sizes the top list).
+ * first, among the docids in [from, end): the top k of a query is the best k of the top k of any
+ * split of the docids into ranges (mergeTop), which is how a search uses more than one thread
+ * (search-threads.ts). The cursors must not have moved yet.
  */
-export function topK(cursors: PostingCursor[], k: number): Hit[] {
+export function topK(cursors: PostingCursor[], k: number, from = 0, end = END): Hit[] {
   const T = cursors.length;
   if (T === 0 || k < 1) return [];
   if (T > MAX_TERMS) throw new Error(`unit store search: ${T} terms, at most ${MAX_TERMS}`);
@@ -49,8 +51,20 @@ export function topK(cursors: PostingCursor[], k: number): Hit[] {
   });
   if (bufImp.length < BUFFER * T) bufImp = new Float64Array(BUFFER * T);
   const top = new TopK(k, cursors.reduce((s, c) => s + c.df, 0));
-  new Search(cursors, top).run();
+  new Search(cursors, top, end).run(from);
   return top.sorted();
+}
+
+/** The k best of two top lists of disjoint docid ranges, each best first (the store's order: scoring.ts). */
+export function mergeTop(a: Hit[], b: Hit[], k: number): Hit[] {
+  const out: Hit[] = [];
+  let i = 0;
+  let j = 0;
+  while (out.length < k && (i < a.length || j < b.length)) {
+    const takeA = j >= b.length || (i < a.length && (a[i].score > b[j].score || (a[i].score === b[j].score && a[i].docid < b[j].docid)));
+    out.push(takeA ? a[i++] : b[j++]);
+  }
+  return out;
 }
 
 function bitCount(m: number): number {
@@ -78,6 +92,8 @@ class Search {
   constructor(
     private readonly cursors: PostingCursor[],
     private readonly top: TopK,
+    /** The search covers docids below this. */
+    private readonly end: number,
   ) {
     this.T = cursors.length;
     this.order = [...cursors];
@@ -86,9 +102,9 @@ class Search {
     this.nonzero = new Int32Array(this.T);
   }
 
-  run(): void {
-    let from = 0;
-    while (from < END) {
+  run(start: number): void {
+    let from = start;
+    while (from < this.end) {
       let to = this.windowEnd(from); // exclusive
       for (;;) {
         this.boundWindow(from, to - 1);
@@ -108,14 +124,15 @@ class Search {
   /** Where a window starting at `from` ends (exclusive): the first block end of the essential terms. */
   private windowEnd(from: number): number {
     const { order, T } = this;
-    let to = END;
+    const { end } = this;
+    let to = end;
     for (let i = Math.min(this.firstEssential, T - 1); i < T; i++) {
       const last = order[i].blockEnd(from);
       if (last < to) to = last + 1;
     }
     if (T - this.firstEssential > 1) {
       this.minWindow = this.gathered < this.windows * 32 * T ? Math.min(this.minWindow * 2, MAX_WINDOW) : 1;
-      to = Math.max(to, Math.min(END, from + this.minWindow));
+      to = Math.max(to, Math.min(end, from + this.minWindow));
     }
     return to;
   }

@@ -64,6 +64,15 @@ export class PostingCursor {
     return impact;
   }
 
+  /**
+   * Where part `i` of `parts` about equal runs of the list's postings starts (whole blocks; 0 <= i <=
+   * parts, `parts` giving END): bounds that split a search's docids into ranges of similar work.
+   */
+  boundary(i: number, parts: number): number {
+    if (i >= parts) return END;
+    return this.firstOf(Math.floor((this.dir.blocks * i) / parts));
+  }
+
   /** The smallest docid block b can hold. */
   private firstOf(b: number): number {
     return b === 0 ? 0 : this.dir.blockLast[b - 1] + 1;

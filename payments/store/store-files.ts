@@ -22,9 +22,12 @@ export function damaged(version: string, what: string): never {
   throw new Error(`unit store ${version}: ${what} (the store is damaged: rebuild it with lds build)`);
 }
 
-/** Reads exactly `length` bytes at `position` into a buffer of its own (so 8-byte aligned). */
-async function readAt(fh: FileHandle, position: number, length: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafeSlow(length);
+/**
+ * Reads exactly `length` bytes at `position` into a buffer of its own (so 8-byte aligned); `shared`:
+ * one in a SharedArrayBuffer, which search threads read without a copy (search-threads.ts).
+ */
+async function readAt(fh: FileHandle, position: number, length: number, shared = false): Promise<Buffer> {
+  const buf = shared ? Buffer.from(new SharedArrayBuffer(length)) : Buffer.allocUnsafeSlow(length);
   let done = 0;
   while (done < length) {
     const { bytesRead } = await fh.read(buf, done, length - done, position + done);
@@ -72,7 +75,8 @@ export class StoreFiles {
       if (unitIndex.length !== docCount * UNIT_ENTRY) damaged(version, `${STORE_FILES.unitIndex} does not hold ${docCount} entries`);
       const lengthBytes = await readFile(join(dir, STORE_FILES.lengths)).catch((err: NodeJS.ErrnoException) => damaged(version, `${STORE_FILES.lengths} cannot be read (${err.code ?? err.message})`));
       if (lengthBytes.length !== docCount * 4) damaged(version, `${STORE_FILES.lengths} does not hold ${docCount} lengths`); // D5
-      const lengths = new Uint32Array(lengthBytes.buffer, lengthBytes.byteOffset, docCount);
+      const lengths = new Uint32Array(new SharedArrayBuffer(docCount * 4)); // shared with the search threads
+      lengths.set(new Uint32Array(lengthBytes.buffer, lengthBytes.byteOffset, docCount));
       return new StoreFiles(version, units, unitIndex, refs, postings, refIndex, docCount, listCacheBytes, lengths);
     } catch (err) {
       await Promise.all(handles.map((h) => h.close()));
@@ -140,7 +144,7 @@ export class StoreFiles {
     );
   }
 
-  /** A term's posting list (8-byte aligned in memory, as contract/posting-list.ts needs). */
+  /** A term's posting list (8-byte aligned in memory, as contract/posting-list.ts needs; shared with the search threads). */
   postingList(h: TermHeader): Promise<Uint8Array> {
     const cached = this.lists.get(h.at);
     if (cached) {
@@ -148,7 +152,7 @@ export class StoreFiles {
       this.lists.set(h.at, cached);
       return cached.read;
     }
-    const read = readAt(this.postingFile, h.at, h.bytes).then((buf) => {
+    const read = readAt(this.postingFile, h.at, h.bytes, true).then((buf) => {
       if (buf.length !== h.bytes) damaged(this.version, `${STORE_FILES.postings} ends inside a posting list`);
       return buf;
     });

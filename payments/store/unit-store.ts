@@ -21,9 +21,9 @@ import {
   type UnitLicence,
   type UnitStoreReader,
 } from '../../contract/store-format.ts';
-import { MAX_TERMS, topK } from './evaluation.ts';
-import { PostingCursor } from './postings.ts';
+import { MAX_TERMS } from './evaluation.ts';
 import type { Hit } from './scoring.ts';
+import { defaultSearchThreads, SearchThreads } from './search-threads.ts';
 import { damaged, parseJson, StoreFiles } from './store-files.ts';
 
 type Db = Level<string, Uint8Array>;
@@ -38,6 +38,7 @@ class LevelUnitStore implements UnitStoreReader {
     private readonly licences: Record<string, UnitLicence>,
     private readonly index: StoreIndexMeta,
     private readonly files: StoreFiles,
+    private readonly threads: SearchThreads,
   ) {}
 
   private toUnit(stored: StoredUnit): Unit {
@@ -84,10 +85,11 @@ class LevelUnitStore implements UnitStoreReader {
       .slice(0, MAX_TERMS);
     if (headers.length === 0) return [];
     const lists = await Promise.all(headers.map((h) => this.files.postingList(h)));
-    return topK(lists.map((list, i) => new PostingCursor(list, headers[i], stats, this.files.lengths, i)), k);
+    return this.threads.topK(lists, headers, stats, this.files.lengths, k);
   }
 
   async close(): Promise<void> {
+    await this.threads.close();
     await this.files.close();
     await this.db.close();
   }
@@ -106,6 +108,10 @@ export interface OpenUnitStoreOptions {
   cacheSize?: number;
   /** Open this store version (a `store-<12 hex>` folder of the root) instead of the one CURRENT names. */
   version?: string;
+  /** Threads one search may use, the calling one included (default defaultSearchThreads(): 2 where there are 2 cores; 1: no helpers). */
+  searchThreads?: number;
+  /** Tests: split searches with at least this many postings (default SPLIT_MIN_POSTINGS). */
+  splitMinPostings?: number;
 }
 
 /** Opening failed because another process holds the unit store's LevelDB lock. */
@@ -145,8 +151,9 @@ export async function openUnitStore(storeRoot: string, opts: OpenUnitStoreOption
     if (meta.format !== STORE_FORMAT) throw new Error(`unit store ${version} has format ${meta.format}, this service reads format ${STORE_FORMAT}: rebuild it with lds build`);
     if (meta.store_version !== version) throw new Error(`unit store ${version}: unexpected version ${meta.store_version}`);
     if (index.tokenizer !== TOKENIZER) throw new Error(`unit store ${version} was built with tokenizer ${index.tokenizer}, this service uses ${TOKENIZER}: rebuild it with lds build`);
+    const threads = new SearchThreads(opts.searchThreads ?? defaultSearchThreads(), opts.splitMinPostings);
     const files = await StoreFiles.open(join(storeRoot, version), version, index.doc_count, opts.postingCacheBytes ?? POSTING_CACHE_BYTES);
-    return new LevelUnitStore(db, meta, json<Record<string, UnitLicence>>(l), index, files);
+    return new LevelUnitStore(db, meta, json<Record<string, UnitLicence>>(l), index, files, threads);
   } catch (err) {
     await db.close();
     throw err;

@@ -1,0 +1,133 @@
+// Searches that use more than one core. Where block maxima cannot skip (the frequent-word tail: every
+// word of the query in 5-40 % of the units, impacts nearly all equal), a search reads hundreds of
+// thousands of postings, and one thread is the limit. Such a query is split into docid ranges of
+// about equal work: the service thread searches the first range while idle search threads search
+// the others, and the top lists are merged. The top k of the whole is the best k of the ranges'
+// top k (evaluation.ts mergeTop), so the answer is the same, scores bit for bit.
+//
+// The posting lists and unit lengths live in SharedArrayBuffers (store-files.ts): a range costs one
+// message each way, nothing is copied. A thread busy with another query is not waited for: under
+// load each query runs on its own thread, as with no helpers at all. A thread that fails is
+// replaced at the next split; its range is searched on the service thread, which raises the same
+// error where the failure was the data's (a damaged list).
+import { availableParallelism } from 'node:os';
+import type { Worker } from 'node:worker_threads';
+import type { ProductIndexStats, TermHeader } from '../../contract/store-format.ts';
+import { startWorker } from '../../contract/worker-thread.ts';
+import { mergeTop, topK } from './evaluation.ts';
+import { PostingCursor } from './postings.ts';
+import type { Hit } from './scoring.ts';
+
+/**
+ * Queries with fewer postings than this (all terms together) run on one thread: a message each way
+ * costs ~0.1 ms, and below ~50k postings the whole search takes ~1 ms (bench:search at 5M units).
+ */
+export const SPLIT_MIN_POSTINGS = 50_000;
+
+/** Threads a search may use by default: the service thread and one more where there is a second core. */
+export function defaultSearchThreads(): number {
+  return Math.min(2, availableParallelism());
+}
+
+/** What a search thread is asked: the top k of the query's lists among the docids in [from, end). */
+export interface RangeJob {
+  id: number;
+  lists: Uint8Array[];
+  headers: TermHeader[];
+  stats: ProductIndexStats;
+  lengths: Uint32Array;
+  k: number;
+  from: number;
+  end: number;
+}
+
+export type RangeAnswer = { id: number; hits: Hit[] } | { id: number; error: string };
+
+let jobs = 0;
+
+/** One search worker, started at its first job; it keeps the process alive only while it has one. */
+class SearchThread {
+  private worker: Worker | null = null;
+  private readonly pending = new Map<number, (hits: Hit[] | null) => void>();
+
+  get busy(): boolean {
+    return this.pending.size > 0;
+  }
+
+  /** The range's top k, or null when the thread failed (then the caller searches the range itself). */
+  search(job: Omit<RangeJob, 'id'>): Promise<Hit[] | null> {
+    const worker = (this.worker ??= this.start());
+    const id = ++jobs;
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      if (this.pending.size === 1) worker.ref();
+      worker.postMessage({ ...job, id } satisfies RangeJob);
+    });
+  }
+
+  private start(): Worker {
+    const worker = startWorker(import.meta.url, 'search-worker', {});
+    worker.unref();
+    worker.on('message', (a: RangeAnswer) => this.settle(a.id, 'hits' in a ? a.hits : null));
+    const fail = () => {
+      if (this.worker === worker) this.worker = null;
+      for (const id of [...this.pending.keys()]) this.settle(id, null);
+    };
+    worker.on('error', fail);
+    worker.on('exit', fail);
+    return worker;
+  }
+
+  private settle(id: number, hits: Hit[] | null): void {
+    const resolve = this.pending.get(id);
+    if (!resolve) return;
+    this.pending.delete(id);
+    if (this.pending.size === 0) this.worker?.unref();
+    resolve(hits);
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    await worker?.terminate();
+  }
+}
+
+export class SearchThreads {
+  private readonly helpers: SearchThread[];
+  /** Ranges the helper threads answered (a failed one is searched here and not counted). */
+  helped = 0;
+
+  /** `threads`: how many threads one search may use, the calling one included (1: no helpers). */
+  constructor(
+    threads: number,
+    private readonly minPostings = SPLIT_MIN_POSTINGS,
+  ) {
+    if (!(Number.isInteger(threads) && threads >= 1)) throw new Error(`search threads must be an integer >= 1: ${threads}`);
+    this.helpers = Array.from({ length: threads - 1 }, () => new SearchThread());
+  }
+
+  /** The k best units for the query's lists (one per term, in sorted term order). */
+  async topK(lists: Uint8Array[], headers: TermHeader[], stats: ProductIndexStats, lengths: Uint32Array, k: number): Promise<Hit[]> {
+    const cursors = () => lists.map((list, i) => new PostingCursor(list, headers[i], stats, lengths, i));
+    const here = cursors();
+    const postings = here.reduce((s, c) => s + c.df, 0);
+    const idle = postings >= this.minPostings ? this.helpers.filter((h) => !h.busy) : [];
+    if (idle.length === 0) return topK(here, k);
+    // ranges of about equal work: equal shares of the longest list's blocks
+    const longest = here.reduce((a, c) => (c.df > a.df ? c : a));
+    const bounds = Array.from({ length: idle.length + 2 }, (_, i) => longest.boundary(i, idle.length + 1));
+    const far = idle.map((h, i) => h.search({ lists, headers, stats, lengths, k, from: bounds[i + 1], end: bounds[i + 2] }));
+    let hits = topK(here, k, 0, bounds[1]);
+    for (let i = 0; i < far.length; i++) {
+      const got = await far[i];
+      if (got) this.helped++;
+      hits = mergeTop(hits, got ?? topK(cursors(), k, bounds[i + 1], bounds[i + 2]), k);
+    }
+    return hits;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.helpers.map((h) => h.close()));
+  }
+}
