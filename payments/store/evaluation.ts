@@ -123,8 +123,7 @@ class Search {
 
   /** Where a window starting at `from` ends (exclusive): the first block end of the essential terms. */
   private windowEnd(from: number): number {
-    const { order, T } = this;
-    const { end } = this;
+    const { order, T, end } = this;
     let to = end;
     for (let i = Math.min(this.firstEssential, T - 1); i < T; i++) {
       const last = order[i].blockEnd(from);
