@@ -9,10 +9,11 @@
 // The server serves the build by its real path (dist/ is a link each build switches, and the rules
 // name their own build's version): a build made while a preview runs is not what it shows. Start
 // the preview again to see the new build.
-import { realpath, stat } from 'node:fs/promises';
-import { dirname, relative, resolve } from 'node:path';
+import { realpath } from 'node:fs/promises';
+import { relative, resolve } from 'node:path';
 import { buildVersion } from '../generator/publish.ts';
 import { apacheMachine, servesBuild, startWebServer, WEB_SERVERS, writeWebServer, type WebServerKind } from '../generator/web-servers.ts';
+import { closedToOthers } from '../contract/private-dir.ts';
 
 export interface PreviewOptions {
   from: string;
@@ -42,18 +43,15 @@ const shown = (p: string) => {
  * As root, Apache's children run as another user (it refuses to serve as root), which needs to pass
  * through every folder above the build: a checkout under /root (0700) is not readable to it.
  */
-async function checkReachable(kind: WebServerKind, folder: string): Promise<void> {
+function checkReachable(kind: WebServerKind, folder: string): void {
   if (kind !== 'apache') return;
   const runAs = apacheMachine().runAs;
   if (!runAs) return;
-  for (let dir = folder; ; dir = dirname(dir)) {
-    const mode = (await stat(dir)).mode;
-    if ((mode & 0o001) === 0)
-      throw new PreviewError(
-        `Apache's children run as ${runAs.user} (it refuses to serve as root), which cannot reach ${folder}: ${dir} is closed to other users (mode ${(mode & 0o777).toString(8)}). Run the preview as a user other than root, or open the folder to others: chmod o+x ${dir}`,
-      );
-    if (dir === dirname(dir)) return;
-  }
+  const closed = closedToOthers(folder);
+  if (closed)
+    throw new PreviewError(
+      `Apache's children run as ${runAs.user} (it refuses to serve as root), which cannot reach ${folder}: ${closed.dir} is closed to other users (mode ${closed.mode.toString(8)}). Run the preview as a user other than root, or open the folder to others: chmod o+x ${closed.dir}`,
+    );
 }
 
 /** `lds preview`: returns the exit status (0: stopped on request, or configuration written with --no-start). */
@@ -62,7 +60,7 @@ export async function runPreview(kind: WebServerKind, o: PreviewOptions, io: Pre
   const version = await buildVersion(resolve(o.from));
   // dist/ is a link to the build it names: serve that build, whose rules are its own.
   const folder = await realpath(resolve(o.from));
-  await checkReachable(kind, folder);
+  checkReachable(kind, folder);
   const server = WEB_SERVERS[kind].name;
   const options = { dir: resolve(o.dir), host: o.host, port: o.port, site: servesBuild(kind, folder) };
   if (!o.start) {

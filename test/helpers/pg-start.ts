@@ -20,6 +20,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { freePort } from '../../generator/ports.ts';
+import { closedToOthers } from '../../contract/private-dir.ts';
 
 export interface PgServer {
   /** Admin URL (database `postgres`). */
@@ -132,7 +133,12 @@ function reachableNative(pkg: Native, who: RunAs, cacheRoot: string): string {
       rmSync(tmp, { recursive: true, force: true });
     }
   }
-  if (!canRun(target, who)) fail(`the postgres user cannot run the server binaries in ${pkg.dir} nor in their copy ${target}`);
+  if (!canRun(target, who)) {
+    // The usual cause: the temp folder (TMPDIR) is itself under a folder closed to other users.
+    const closed = closedToOthers(dirname(target));
+    const why = closed ? `: ${closed.dir} is closed to other users (mode ${closed.mode.toString(8)}); point TMPDIR at a folder they can pass through (TMPDIR=${tmpdir()} now), or chmod o+x ${closed.dir}` : '';
+    fail(`the postgres user cannot run the server binaries in ${pkg.dir} nor in their copy ${target}${why}`);
+  }
   return target;
 }
 
