@@ -178,6 +178,25 @@ test('search threads: a split search equals brute force, queries at once share t
   }
 });
 
+test('search threads whose worker cannot start: tried once, then every query on one thread, answers exact', async () => {
+  const threads = new SearchThreads(2, 0, 'no-such-search-worker');
+  try {
+    for (const q of [['f0'], ['f0', 'f1', 'f2'], ['m0', 'r1'], ['f3', 'm5', 'r7'], ['f1']]) assert.equal(await threads.topK(present(q).map((t) => lists.get(t)!.list), present(q).map((t) => lists.get(t)!.header), stats, lengths, 10), bruteForce(q, 10), q.join(' '));
+    assert.is(threads.helped, 0);
+    assert.equal(threads.workers, { started: 1, retired: 1 }, 'one failed start, not one per query');
+  } finally {
+    await threads.close();
+  }
+  // a worker that can start and answers is not retired
+  const good = new SearchThreads(2, 0);
+  try {
+    await good.topK([lists.get('f0')!.list], [lists.get('f0')!.header], stats, lengths, 10);
+    assert.equal(good.workers, { started: 1, retired: 0 });
+  } finally {
+    await good.close();
+  }
+});
+
 test('a bound added in another order than the exact score still bounds it (rounding)', () => {
   // Exact scores add impacts in sorted term order, bounds add maxima in another; without the
   // allowance for rounding, some of these sums would come out a few ulps below the exact one.

@@ -45,13 +45,25 @@ export type RangeAnswer = { id: number; hits: Hit[] } | { id: number; error: str
 
 let jobs = 0;
 
-/** One search worker, started at its first job; it keeps the process alive only while it has one. */
+/**
+ * One search worker, started at its first job; it keeps the process alive only while it has one.
+ * A worker that stops after answering is started again at the next job; one that stops before it
+ * ever answered (it cannot start here: a flag it inherits, a resource limit) retires the thread, so
+ * queries do not pay a failed start each time; they run on the serving thread, as with no helpers.
+ */
 class SearchThread {
   private worker: Worker | null = null;
   private readonly pending = new Map<number, (hits: Hit[] | null) => void>();
+  private answered = false;
+  /** Workers started (the tests count them). */
+  starts = 0;
+  retired = false;
 
+  constructor(private readonly module: string) {}
+
+  /** Not to be given a job now: one is in progress, or the thread is retired. */
   get busy(): boolean {
-    return this.pending.size > 0;
+    return this.retired || this.pending.size > 0;
   }
 
   /** The range's top k, or null when the thread failed (then the caller searches the range itself). */
@@ -66,11 +78,16 @@ class SearchThread {
   }
 
   private start(): Worker {
-    const worker = startWorker(import.meta.url, 'search-worker', {});
+    this.starts++;
+    const worker = startWorker(import.meta.url, this.module, {});
     worker.unref();
-    worker.on('message', (a: RangeAnswer) => this.settle(a.id, 'hits' in a ? a.hits : null));
+    worker.on('message', (a: RangeAnswer) => {
+      this.answered = true;
+      this.settle(a.id, 'hits' in a ? a.hits : null);
+    });
     const fail = () => {
       if (this.worker === worker) this.worker = null;
+      if (!this.answered) this.retired = true;
       for (const id of [...this.pending.keys()]) this.settle(id, null);
     };
     worker.on('error', fail);
@@ -98,13 +115,22 @@ export class SearchThreads {
   /** Ranges the helper threads answered (a failed one is searched here and not counted). */
   helped = 0;
 
-  /** `threads`: how many threads one search may use, the calling one included (1: no helpers). */
+  /**
+   * `threads`: how many threads one search may use, the calling one included (1: no helpers);
+   * `workerModule`: the worker's module beside this one (tests name one that cannot start).
+   */
   constructor(
     threads: number,
     private readonly minPostings = SPLIT_MIN_POSTINGS,
+    workerModule = 'search-worker',
   ) {
     if (!(Number.isInteger(threads) && threads >= 1)) throw new Error(`search threads must be an integer >= 1: ${threads}`);
-    this.helpers = Array.from({ length: threads - 1 }, () => new SearchThread());
+    this.helpers = Array.from({ length: threads - 1 }, () => new SearchThread(workerModule));
+  }
+
+  /** Workers started so far, and helper threads retired because their worker could not start. */
+  get workers(): { started: number; retired: number } {
+    return { started: this.helpers.reduce((n, h) => n + h.starts, 0), retired: this.helpers.filter((h) => h.retired).length };
   }
 
   /** The k best units for the query's lists (one per term, in sorted term order). */
