@@ -72,7 +72,7 @@ async function exportDocs(): Promise<Record<string, number>> {
 async function queryStore(): Promise<Record<string, unknown>> {
   const { openUnitStore } = await import('../payments/store/unit-store.ts');
   const { readCurrentVersion } = await import('../contract/store-current.ts');
-  const { defaultSearchThreads } = await import('../payments/store/search-threads.ts');
+  const { defaultSearchThreads } = await import('../payments/store/search-settings.ts');
   const queries = await benchQueries();
   const store = await openUnitStore(C.store);
   for (const q of queries) await store.search(PRODUCT, q, 10);

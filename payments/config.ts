@@ -12,7 +12,7 @@ import { DEFAULT_QUERY_TIMEOUT_MS, defaultStatementTimeoutMs } from './ledger/po
 import { generateReceiptKey, ReceiptKeyError, ReceiptSigner } from './receipts.ts';
 import { parseAmountCents } from '../contract/money.ts';
 import { DEFAULT_MAX_ADJUSTMENT_CENTS } from '../contract/limits.ts';
-import { defaultSearchThreads } from './store/search-threads.ts';
+import { defaultSearchThreads } from './store/search-settings.ts';
 
 export type ProcessorName = 'sandbox' | 'stripe';
 

@@ -94,6 +94,12 @@ function search(terms: string[], k: number) {
   return topK(cursors(terms), k);
 }
 
+/** The search as the store runs it with search threads. */
+function threadSearch(threads: SearchThreads, terms: string[], k: number) {
+  const p = present(terms);
+  return threads.topK(p.map((t) => lists.get(t)!.list), p.map((t) => lists.get(t)!.header), stats, lengths, k);
+}
+
 const LIMITS = [1, 2, 3, 5, 10, 17, 50, 100];
 
 test('the corpus is what the test needs: long lists, rare and absent terms, tied scores', () => {
@@ -148,10 +154,7 @@ test('any split of the docids into ranges, each searched alone and the top lists
 
 test('search threads: a split search equals brute force, queries at once share the helpers, a damaged list fails as on one thread', async () => {
   const threads = new SearchThreads(3, 0); // every query split, two helper threads
-  const run = (terms: string[], k: number) => {
-    const p = present(terms);
-    return threads.topK(p.map((t) => lists.get(t)!.list), p.map((t) => lists.get(t)!.header), stats, lengths, k);
-  };
+  const run = (terms: string[], k: number) => threadSearch(threads, terms, k);
   try {
     for (const q of [['f0'], ['f0', 'f1', 'f2'], ['f3', 'm5', 'r7'], ['m0', 'r1'], ['r3']]) for (const k of [1, 10, 100]) assert.equal(await run(q, k), bruteForce(q, k), `${q.join(' ')} limit ${k}`);
     assert.ok(threads.helped >= 30, `the helpers answered ranges (${threads.helped})`);
@@ -181,7 +184,7 @@ test('search threads: a split search equals brute force, queries at once share t
 test('search threads whose worker cannot start: tried once, then every query on one thread, answers exact', async () => {
   const threads = new SearchThreads(2, 0, 'no-such-search-worker');
   try {
-    for (const q of [['f0'], ['f0', 'f1', 'f2'], ['m0', 'r1'], ['f3', 'm5', 'r7'], ['f1']]) assert.equal(await threads.topK(present(q).map((t) => lists.get(t)!.list), present(q).map((t) => lists.get(t)!.header), stats, lengths, 10), bruteForce(q, 10), q.join(' '));
+    for (const q of [['f0'], ['f0', 'f1', 'f2'], ['m0', 'r1'], ['f3', 'm5', 'r7'], ['f1']]) assert.equal(await threadSearch(threads, q, 10), bruteForce(q, 10), q.join(' '));
     assert.is(threads.helped, 0);
     assert.equal(threads.workers, { started: 1, retired: 1 }, 'one failed start, not one per query');
   } finally {
@@ -190,7 +193,7 @@ test('search threads whose worker cannot start: tried once, then every query on 
   // a worker that can start and answers is not retired
   const good = new SearchThreads(2, 0);
   try {
-    await good.topK([lists.get('f0')!.list], [lists.get('f0')!.header], stats, lengths, 10);
+    await threadSearch(good, ['f0'], 10);
     assert.equal(good.workers, { started: 1, retired: 0 });
   } finally {
     await good.close();

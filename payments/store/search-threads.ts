@@ -7,27 +7,17 @@
 //
 // The posting lists and unit lengths live in SharedArrayBuffers (store-files.ts): a range costs one
 // message each way, nothing is copied. A thread busy with another query is not waited for: under
-// load each query runs on its own thread, as with no helpers at all. A thread that fails is
-// replaced at the next split; its range is searched on the service thread, which raises the same
-// error where the failure was the data's (a damaged list).
-import { availableParallelism } from 'node:os';
+// load each query runs on its own thread, as with no helpers at all. A range whose thread fails is
+// searched on the service thread, which raises the same error where the failure was the data's (a
+// damaged list); the thread is started again at the next split, or retired when its worker never
+// answered (SearchThread).
 import type { Worker } from 'node:worker_threads';
 import type { ProductIndexStats, TermHeader } from '../../contract/store-format.ts';
 import { startWorker } from '../../contract/worker-thread.ts';
 import { mergeTop, topK } from './evaluation.ts';
 import { PostingCursor } from './postings.ts';
 import type { Hit } from './scoring.ts';
-
-/**
- * Queries with fewer postings than this (all terms together) run on one thread: a message each way
- * costs ~0.1 ms, and below ~50k postings the whole search takes ~1 ms (bench:search at 5M units).
- */
-export const SPLIT_MIN_POSTINGS = 50_000;
-
-/** Threads a search may use by default: the service thread and one more where there is a second core. */
-export function defaultSearchThreads(): number {
-  return Math.min(2, availableParallelism());
-}
+import { defaultSearchThreads, SPLIT_MIN_POSTINGS } from './search-settings.ts';
 
 /** What a search thread is asked: the top k of the query's lists among the docids in [from, end). */
 export interface RangeJob {
@@ -116,11 +106,12 @@ export class SearchThreads {
   helped = 0;
 
   /**
-   * `threads`: how many threads one search may use, the calling one included (1: no helpers);
+   * `threads`: how many threads one search may use, the calling one included (1: no helpers;
+   * default defaultSearchThreads());
    * `workerModule`: the worker's module beside this one (tests name one that cannot start).
    */
   constructor(
-    threads: number,
+    threads = defaultSearchThreads(),
     private readonly minPostings = SPLIT_MIN_POSTINGS,
     workerModule = 'search-worker',
   ) {

@@ -23,7 +23,7 @@ import {
 } from '../../contract/store-format.ts';
 import { MAX_TERMS } from './evaluation.ts';
 import type { Hit } from './scoring.ts';
-import { defaultSearchThreads, SearchThreads } from './search-threads.ts';
+import { SearchThreads } from './search-threads.ts';
 import { damaged, parseJson, StoreFiles } from './store-files.ts';
 
 type Db = Level<string, Uint8Array>;
@@ -108,7 +108,7 @@ export interface OpenUnitStoreOptions {
   cacheSize?: number;
   /** Open this store version (a `store-<12 hex>` folder of the root) instead of the one CURRENT names. */
   version?: string;
-  /** Threads one search may use, the calling one included (default defaultSearchThreads(): 2 where there are 2 cores; 1: no helpers). */
+  /** Threads one search may use, the calling one included (default defaultSearchThreads() in search-settings.ts: 2 where there are 2 cores; 1: no helpers). */
   searchThreads?: number;
   /** Tests: split searches with at least this many postings (default SPLIT_MIN_POSTINGS). */
   splitMinPostings?: number;
@@ -151,7 +151,7 @@ export async function openUnitStore(storeRoot: string, opts: OpenUnitStoreOption
     if (meta.format !== STORE_FORMAT) throw new Error(`unit store ${version} has format ${meta.format}, this service reads format ${STORE_FORMAT}: rebuild it with lds build`);
     if (meta.store_version !== version) throw new Error(`unit store ${version}: unexpected version ${meta.store_version}`);
     if (index.tokenizer !== TOKENIZER) throw new Error(`unit store ${version} was built with tokenizer ${index.tokenizer}, this service uses ${TOKENIZER}: rebuild it with lds build`);
-    const threads = new SearchThreads(opts.searchThreads ?? defaultSearchThreads(), opts.splitMinPostings);
+    const threads = new SearchThreads(opts.searchThreads, opts.splitMinPostings);
     const files = await StoreFiles.open(join(storeRoot, version), version, index.doc_count, opts.postingCacheBytes ?? POSTING_CACHE_BYTES);
     return new LevelUnitStore(db, meta, json<Record<string, UnitLicence>>(l), index, files, threads);
   } catch (err) {
