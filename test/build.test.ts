@@ -1,7 +1,7 @@
 // Issue 2: reproducible builds, version sensitivity, and bad inputs that never touch dist/.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CATALOG_SRC, cli, copyCatalogSrc, editJson, tempDir, treeDigest } from './helpers/build.ts';
 
@@ -53,12 +53,27 @@ test('changing any product field changes the version', async () => {
   assert.ok(!seen.has(await versionOf(moved.out)));
 });
 
+/**
+ * A good build for a case to break over: one `--no-store` build of catalog-src, made at the first
+ * call and copied into a folder of the case's own (each case checks that its dist/ is left as it
+ * was and that nothing is left beside it), instead of the same build made again for every case.
+ */
+let goodBuild: ReturnType<typeof buildInto> | undefined;
+async function goodBuildCopy(): Promise<{ root: string; out: string }> {
+  goodBuild ??= buildInto(CATALOG_SRC, ['--no-store']);
+  const good = await goodBuild;
+  assert.is(good.code, 0, good.stderr);
+  const root = await tempDir('build');
+  await cp(good.root, root, { recursive: true });
+  return { root, out: join(root, 'dist') };
+}
+
 /** Breaks a copy of catalog-src, builds over an existing dist/, and checks the failure is located and harmless. */
 async function expectRejected(name: string, breakIt: (src: string) => Promise<void>, file: string, pointer: string) {
   const src = await copyCatalogSrc();
-  const good = await buildInto(CATALOG_SRC, ['--no-store']);
-  assert.is(good.code, 0, good.stderr);
+  const good = await goodBuildCopy();
   const before = await treeDigest(good.out);
+  assert.ok(before.size > 20, `${name}: expected a full dist/ to break over, got ${before.size} files`);
   await breakIt(src);
   for (const cmd of [['check', '--src', src], ['build', '--local', '--no-store', '--src', src, '--out', good.out]]) {
     const r = cli(cmd, EPOCH);
