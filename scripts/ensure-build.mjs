@@ -6,10 +6,10 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bundleCli } from './bundle-cli.mjs';
+import { bundleCli } from './bundle.mjs';
 
 const STAMP = join('build', '.stamp');
-const SOURCES = ['cli.ts', 'cli', 'client', 'generator', 'payments', 'contract', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/bundle-cli.mjs'];
+const SOURCES = ['cli.ts', 'cli', 'client', 'generator', 'payments', 'contract', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/bundle.mjs'];
 
 function newest(path) {
   let s;
@@ -43,7 +43,7 @@ if (process.argv.includes('--force') || built === 0 || sources > built || !clien
     console.error('tsc failed: fix the errors above (or run the TypeScript directly: npm run dev)');
     process.exit(r.status ?? 1);
   }
-  // Then the CLI bundled over tsc's build/cli.js (scripts/bundle-cli.mjs): a start loads a few
+  // Then the CLI bundled over tsc's build/cli.js (scripts/bundle.mjs): a start loads a few
   // dozen files instead of ~1,000. Without it tsc's cli.js runs, file by file, and only slower.
   const notBundled = await bundleCli();
   if (notBundled) console.error(`note: build/cli.js runs file by file, not bundled: ${notBundled}`);

@@ -46,6 +46,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundleSuites } from './helpers/bundle-suites.ts';
 import { fixtureCacheRoot, pruneFixtureCache } from './helpers/fixture-cache.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -132,7 +133,7 @@ const FILE_TIMEOUT_MS = Math.max(1, Number(process.env.LDS_TEST_FILE_TIMEOUT_S ?
  * Type errors do not stop the run (`npx tsc --noEmit` reports them); a compile that emitted
  * nothing does: the suites then run through tsx.
  */
-function compileSuites(out: string, sources: string[]): boolean {
+async function compileSuites(out: string, sources: string[]): Promise<boolean> {
   rmSync(out, { recursive: true, force: true });
   // Emit only: `npx tsc --noEmit` is the type check (CI runs it), and types do not change the emitted code.
   const tsc = spawnSync(process.execPath, [join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repo, 'tsconfig.test.json'), '--noCheck', '--outDir', out], { cwd: repo, encoding: 'utf8' });
@@ -146,8 +147,14 @@ function compileSuites(out: string, sources: string[]): boolean {
     symlinkSync(realpathSync(join(repo, rel)), join(out, rel));
   };
   for (const rel of [...sources, 'node_modules']) link(rel);
+  // Then each suite bundled over its compiled file (test/helpers/bundle-suites.ts); the per-file
+  // compile stays beside it for what the suites start by path. LDS_TEST_BUNDLE=0: file by file.
+  const notBundled = BUNDLE ? await bundleSuites(repo, out, readdirSync(here).filter((f) => f.endsWith('.test.ts'))) : null;
+  if (notBundled) console.error(`note: the suites run file by file, not bundled: ${notBundled}`);
   return true;
 }
+/** LDS_TEST_BUNDLE=0: the suites run file by file as tsc compiled them (to compare, or to rule the bundle out). */
+const BUNDLE = process.env.LDS_TEST_BUNDLE !== '0';
 
 /** The folders the suites are compiled from (tsconfig.test.json's include) and mirrored beside them. */
 const SUITE_DIRS = ['cli', 'client', 'contract', 'generator', 'payments', 'sim', 'test'];
@@ -170,16 +177,27 @@ function suiteSources(): string[] {
   return [...out, 'cli.ts', 'package.json'];
 }
 
+/** The installed esbuild's version (a new one makes a new bundle), or none. */
+function bundlerVersion(): string {
+  try {
+    return JSON.parse(readFileSync(join(repo, 'node_modules', 'esbuild', 'package.json'), 'utf8')).version;
+  } catch {
+    return 'none';
+  }
+}
+
 /**
  * What the compiled suites depend on: the repository's place, the path of every source (each is
- * compiled or linked), the bytes of every TypeScript and JSON file, the tsconfigs and the
- * compiler's version. A new or removed file, an edit or a new compiler makes a new compile.
+ * compiled or linked), the bytes of every TypeScript and JSON file, the tsconfigs, the bundler
+ * (scripts/bundle.mjs and esbuild's version) and the compiler's version. A new or removed file, an
+ * edit or a new compiler makes a new compile.
  */
 function suitesHash(sources: string[]): string {
   const h = createHash('sha256').update(`${realpathSync(repo)}\n`);
-  for (const rel of [...sources, 'tsconfig.json', 'tsconfig.test.json', join('node_modules', 'typescript', 'package.json')]) {
+  h.update(BUNDLE ? `bundled by esbuild ${bundlerVersion()}\n` : 'file by file\n');
+  for (const rel of [...sources, 'scripts/bundle.mjs', 'tsconfig.json', 'tsconfig.test.json', 'tsconfig.build.json', join('node_modules', 'typescript', 'package.json')]) {
     h.update(`${rel}\n`);
-    if ((rel.endsWith('.ts') || rel.endsWith('.json')) && statSync(join(repo, rel)).isFile()) h.update(readFileSync(join(repo, rel)));
+    if (/\.(ts|json|mjs)$/.test(rel) && statSync(join(repo, rel)).isFile()) h.update(readFileSync(join(repo, rel)));
   }
   return h.digest('hex').slice(0, 16);
 }
@@ -190,7 +208,7 @@ function suitesHash(sources: string[]): string {
  * place (two runs at once never see a half-written one). Other compiles no run used for an hour
  * are removed (~6 MB each); null when the compile failed (the suites then run through tsx).
  */
-function compiledSuites(): string | null {
+async function compiledSuites(): Promise<string | null> {
   const root = join(repo, 'build', 'test-js');
   const sources = suiteSources();
   const hash = suitesHash(sources);
@@ -208,7 +226,7 @@ function compiledSuites(): string | null {
     return dir;
   }
   const tmp = `${dir}.${process.pid}`;
-  if (!compileSuites(tmp, sources)) return null;
+  if (!(await compileSuites(tmp, sources))) return null;
   writeFileSync(join(tmp, COMPILED), `${new Date().toISOString()}\n`);
   try {
     renameSync(tmp, dir);
@@ -281,7 +299,7 @@ pruneFixtureCache();
 const runTmp = mkdtempSync(join(tmpdir(), 'lds-test-run-'));
 chmodSync(runTmp, 0o755);
 process.env.TMPDIR = runTmp;
-const compiled = !process.env.LDS_TEST_TSX && existsSync(join(repo, 'tsconfig.test.json')) ? compiledSuites() : null;
+const compiled = !process.env.LDS_TEST_TSX && existsSync(join(repo, 'tsconfig.test.json')) ? await compiledSuites() : null;
 
 const sum = { passed: 0, failed: 0, skipped: 0 };
 const failedFiles: string[] = [];
