@@ -1,5 +1,5 @@
 // @tier: quick
-// The bundled CLI (scripts/bundle-cli.mjs): build/cli.js, which `npm start` and the suites run, is
+// The bundled CLI (scripts/bundle.mjs): build/cli.js, which `npm start` and the suites run, is
 // esbuild's bundle, and every address its modules find from their own place (import.meta.url,
 // written in as their compiled copy's address relative to the bundle) names a file that exists;
 // the search and ingest workers start from there. The other suites run the bundle for every `lds`
@@ -29,7 +29,7 @@ function ownAddresses(): Set<string> {
 test('build/cli.js is the bundle, with its chunks beside it', () => {
   assert.ok(existsSync(cliJs), `${cliJs} is missing: run the suites with npm test, which compiles build/ first`);
   const head = readFileSync(cliJs, 'utf8').slice(0, 2000);
-  assert.match(head, '__ldsCreateRequire', 'build/cli.js is not the bundle (scripts/bundle-cli.mjs did not run, or failed: see the runner\'s first lines)');
+  assert.match(head, '__ldsCreateRequire', 'build/cli.js is not the bundle (scripts/bundle.mjs did not run, or failed: see the runner\'s first lines)');
   assert.ok(bundleFiles().length > 10, `expected the chunks of the service and the generator beside cli.js, found ${bundleFiles().length - 1}`);
 });
 

@@ -23,12 +23,14 @@
 //     compile at once); the suites then run `lds` from it (LDS_TEST_CLI_JS, test/helpers/build.ts)
 //     instead of compiling cli.ts again in every process they spawn;
 //   - the suites themselves, compiled to JavaScript (tsconfig.test.json) into build/test-js/<hash>/
-//     beside links to their sources, and run with plain `node`: through tsx's loader hooks each
-//     test process spent two to four seconds more CPU loading the service's modules. Stack traces
-//     name the TypeScript lines (source maps). The compile (~9 s, most of a quick run's overhead)
-//     is kept and reused while its inputs are unchanged: <hash> covers every source file's path,
-//     every TypeScript and JSON file's bytes, the tsconfigs and the compiler's version. LDS_TEST_TSX=1 runs
-//     them through tsx instead;
+//     beside links to their sources, then each bundled with what it imports over its compiled file
+//     (test/helpers/bundle-suites.ts), and run with plain `node`: through tsx's loader hooks each
+//     test process spent two to four seconds more CPU loading the service's modules, and file by
+//     file two more than bundled. Stack traces name the TypeScript lines (source maps). The compile
+//     (~9 s, and ~5 s to bundle: most of a quick run's overhead) is kept and reused while its
+//     inputs are unchanged: <hash> covers every source file's path, every TypeScript, JSON and
+//     bundler file's bytes, the tsconfigs, the compiler's and esbuild's versions. LDS_TEST_BUNDLE=0
+//     runs the compiled files unbundled; LDS_TEST_TSX=1 runs them through tsx instead;
 //   - the service fixture build (test/helpers/service-harness.ts buildFixture), in a cache in the
 //     temp folder keyed by a hash of everything it is built from (test/helpers/fixture-cache.ts),
 //     so a second run on the machine reuses it and a changed input makes a new one.
@@ -46,7 +48,6 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleSuites } from './helpers/bundle-suites.ts';
 import { fixtureCacheRoot, pruneFixtureCache } from './helpers/fixture-cache.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -149,8 +150,12 @@ async function compileSuites(out: string, sources: string[]): Promise<boolean> {
   for (const rel of [...sources, 'node_modules']) link(rel);
   // Then each suite bundled over its compiled file (test/helpers/bundle-suites.ts); the per-file
   // compile stays beside it for what the suites start by path. LDS_TEST_BUNDLE=0: file by file.
-  const notBundled = BUNDLE ? await bundleSuites(repo, out, readdirSync(here).filter((f) => f.endsWith('.test.ts'))) : null;
-  if (notBundled) console.error(`note: the suites run file by file, not bundled: ${notBundled}`);
+  if (BUNDLE) {
+    // Imported here, not at the top: a runner that compiles nothing (no tsconfig.test.json) needs no bundler.
+    const { bundleSuites } = await import('./helpers/bundle-suites.ts');
+    const notBundled = await bundleSuites(repo, out, readdirSync(here).filter((f) => f.endsWith('.test.ts')));
+    if (notBundled) console.error(`note: the suites run file by file, not bundled: ${notBundled}`);
+  }
   return true;
 }
 /** LDS_TEST_BUNDLE=0: the suites run file by file as tsc compiled them (to compare, or to rule the bundle out). */

