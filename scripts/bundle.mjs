@@ -18,7 +18,7 @@
 //   - code is split at dynamic imports, so what a command loads only when needed (the payments
 //     service for `lds serve`, the generator for `lds build`) is still loaded only then.
 // Plain JavaScript on purpose: it runs before anything is compiled.
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -51,10 +51,9 @@ export async function bundle({ entryPoints, outdir, mirrors, external = [] }) {
       });
     },
   };
-  // The chunks of an earlier bundle (their names carry a hash of their content).
-  for (const f of readdirSync(outdir)) if (f.startsWith('chunk-')) rmSync(join(outdir, f), { force: true });
+  let result;
   try {
-    await esbuild.build({
+    result = await esbuild.build({
       absWorkingDir: repo,
       entryPoints,
       tsconfig: join(repo, 'tsconfig.build.json'),
@@ -73,11 +72,32 @@ export async function bundle({ entryPoints, outdir, mirrors, external = [] }) {
       // CommonJS packages in an ES module bundle call require() for Node's own modules.
       banner: { js: "import { createRequire as __ldsCreateRequire } from 'node:module'; const require = __ldsCreateRequire(import.meta.url);" },
       plugins: [ownAddress],
+      metafile: true,
       logLevel: 'silent',
     });
-    return null;
   } catch (err) {
     return String(err?.message ?? err).split('\n').slice(0, 3).join(' ');
+  }
+  removeOldChunks(outdir, new Set(Object.keys(result.metafile.outputs).map((o) => join(repo, o))));
+  return null;
+}
+
+const CHUNK_KEEP_MS = 24 * 3600 * 1000;
+
+/**
+ * Chunks of earlier bundles (a changed chunk gets a new name: it carries a hash of its content),
+ * once a day old. Not at once: a server started before this rebuild still loads the chunks of its
+ * own bundle when it first needs them.
+ */
+function removeOldChunks(outdir, current) {
+  for (const f of readdirSync(outdir)) {
+    const path = join(outdir, f);
+    if (!f.startsWith('chunk-') || current.has(path) || current.has(path.replace(/\.map$/, ''))) continue;
+    try {
+      if (Date.now() - statSync(path).mtimeMs > CHUNK_KEEP_MS) rmSync(path, { force: true });
+    } catch {
+      // removed meanwhile
+    }
   }
 }
 
