@@ -126,6 +126,9 @@ interface Finished extends Tally { output: string; seconds: number }
  */
 const FILE_TIMEOUT_MS = Math.max(1, Number(process.env.LDS_TEST_FILE_TIMEOUT_S ?? 1200)) * 1000;
 
+/** LDS_TEST_BUNDLE=0: the suites run file by file as tsc compiled them (to compare, or to rule the bundle out). */
+const BUNDLE = process.env.LDS_TEST_BUNDLE !== '0';
+
 /**
  * Compiles the suites (and everything they import) to JavaScript in `out`, beside links to every
  * other file of those folders (the .ts sources, JSON, data), so a path a module finds from its own
@@ -158,8 +161,6 @@ async function compileSuites(out: string, sources: string[]): Promise<boolean> {
   }
   return true;
 }
-/** LDS_TEST_BUNDLE=0: the suites run file by file as tsc compiled them (to compare, or to rule the bundle out). */
-const BUNDLE = process.env.LDS_TEST_BUNDLE !== '0';
 
 /** The folders the suites are compiled from (tsconfig.test.json's include) and mirrored beside them. */
 const SUITE_DIRS = ['cli', 'client', 'contract', 'generator', 'payments', 'sim', 'test'];
@@ -182,25 +183,16 @@ function suiteSources(): string[] {
   return [...out, 'cli.ts', 'package.json'];
 }
 
-/** The installed esbuild's version (a new one makes a new bundle), or none. */
-function bundlerVersion(): string {
-  try {
-    return JSON.parse(readFileSync(join(repo, 'node_modules', 'esbuild', 'package.json'), 'utf8')).version;
-  } catch {
-    return 'none';
-  }
-}
-
 /**
  * What the compiled suites depend on: the repository's place, the path of every source (each is
  * compiled or linked), the bytes of every TypeScript and JSON file, the tsconfigs, the bundler
- * (scripts/bundle.mjs and esbuild's version) and the compiler's version. A new or removed file, an
- * edit or a new compiler makes a new compile.
+ * (scripts/bundle.mjs), and the compiler's and esbuild's versions (their package.json files). A new
+ * or removed file, an edit, a new compiler or bundler makes a new compile.
  */
 function suitesHash(sources: string[]): string {
   const h = createHash('sha256').update(`${realpathSync(repo)}\n`);
-  h.update(BUNDLE ? `bundled by esbuild ${bundlerVersion()}\n` : 'file by file\n');
-  for (const rel of [...sources, 'scripts/bundle.mjs', 'tsconfig.json', 'tsconfig.test.json', 'tsconfig.build.json', join('node_modules', 'typescript', 'package.json')]) {
+  h.update(BUNDLE ? 'bundled\n' : 'file by file\n');
+  for (const rel of [...sources, 'scripts/bundle.mjs', 'tsconfig.json', 'tsconfig.test.json', 'tsconfig.build.json', join('node_modules', 'typescript', 'package.json'), join('node_modules', 'esbuild', 'package.json')]) {
     h.update(`${rel}\n`);
     if (/\.(ts|json|mjs)$/.test(rel) && statSync(join(repo, rel)).isFile()) h.update(readFileSync(join(repo, rel)));
   }
