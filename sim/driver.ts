@@ -41,6 +41,8 @@ const CHALLENGE_TTL_MS = 5 * 60_000;
 const CLOCK_START = Date.UTC(2030, 0, 1);
 /** The reason every simulated refund gives; the buyer's statement shows it. */
 const REFUND_REASON = 'simulated refund';
+/** How long a killed instance's last statement may take to finish on the server (a synchronous commit waits for the standby). */
+const SETTLE_MS = 30_000;
 
 export interface ProductInfo {
   id: string;
@@ -75,6 +77,8 @@ export interface SimPg {
   restartable: boolean;
   /** a new, empty database for one history: the URL its instances use */
   createDatabase(): Promise<string>;
+  /** Runs SQL as the administrator, on the server that takes writes (database `postgres`). */
+  adminSql(text: string, params: unknown[]): Promise<Record<string, unknown>[]>;
   /** stop and start the server that takes writes */
   stopOnly?(): Promise<void>;
   startOnly?(): Promise<void>;
@@ -167,9 +171,9 @@ export async function prepareEnv(backend: Backend, o: { instances: number; pgUrl
 }
 
 async function simPostgres(o: { pgUrl?: string; ownPg?: boolean; cluster?: boolean }): Promise<SimPg> {
-  const { freshDatabase, startEmbeddedPostgres } = await import('../test/helpers/pg.ts');
+  const { freshDatabase, sql, startEmbeddedPostgres } = await import('../test/helpers/pg.ts');
   const given = o.pgUrl ?? process.env.LDS_TEST_PG_URL;
-  if (given && !o.ownPg) return { restartable: false, createDatabase: () => freshDatabase({ url: given, port: 0, stop: async () => {} }), describe: `the PostgreSQL at ${given.replace(/:[^:@/]*@/, ':***@')}`, stop: async () => {} };
+  if (given && !o.ownPg) return { restartable: false, createDatabase: () => freshDatabase({ url: given, port: 0, stop: async () => {} }), adminSql: (text, params) => sql(given, text, params), describe: `the PostgreSQL at ${given.replace(/:[^:@/]*@/, ':***@')}`, stop: async () => {} };
   const { locate, POSTGRES_SERVER } = await import('../test/helpers/programs.ts');
   if (o.cluster ?? 'path' in locate(POSTGRES_SERVER)) {
     const { startPgCluster } = await import('../test/helpers/pg-cluster.ts');
@@ -187,6 +191,7 @@ async function simPostgres(o: { pgUrl?: string; ownPg?: boolean; cluster?: boole
         await whole();
         return cluster.url(await cluster.createDatabase());
       },
+      adminSql: (text, params) => cluster.writer().sql(text, params),
       stopOnly: () => cluster.writer().stop(),
       // Back once its standby streams again: until then a synchronous commit would wait for it.
       startOnly: async () => {
@@ -202,7 +207,7 @@ async function simPostgres(o: { pgUrl?: string; ownPg?: boolean; cluster?: boole
     };
   }
   const srv = await startEmbeddedPostgres();
-  return { restartable: true, createDatabase: () => freshDatabase(srv), stopOnly: srv.stopOnly, startOnly: srv.startOnly, describe: 'one embedded server (no standby: failovers are skipped)', stop: srv.stop };
+  return { restartable: true, createDatabase: () => freshDatabase(srv), adminSql: (text, params) => sql(srv.url, text, params), stopOnly: srv.stopOnly, startOnly: srv.startOnly, describe: 'one embedded server (no standby: failovers are skipped)', stop: srv.stop };
 }
 
 /** The draw request's unit bounds from the built OpenAPI document: distinct references, and list entries. */
@@ -423,6 +428,26 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
   async function setClock(ms: number): Promise<void> {
     model.clock = ms;
     await Promise.all(instances.map((i) => i.tell({ type: 'clock', now: ms })));
+  }
+
+  /**
+   * Once an instance killed at a commit point is gone for good: LevelDB at once (the process held the
+   * ledger); PostgreSQL when no session on the history's database is running a statement or holding a
+   * transaction. A statement the instance handed over before it died still completes on the server
+   * (with a synchronous standby, once the standby confirms) and is only then visible: a snapshot taken
+   * before it would miss a top-up or draw that lands a moment later, and the retry would then find it.
+   */
+  async function killed(inst: Instance): Promise<void> {
+    await inst.exited;
+    if (!settings.ledgerUrl) return;
+    const database = /\/([^/?]+)(?:\?|$)/.exec(settings.ledgerUrl.slice(settings.ledgerUrl.lastIndexOf('@') + 1))![1]!;
+    const deadline = Date.now() + SETTLE_MS;
+    for (;;) {
+      const [row] = await pg!.adminSql("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND state <> 'idle'", [decodeURIComponent(database)]);
+      if (row!.n === 0) return;
+      if (Date.now() > deadline) fail('availability', `${row!.n} session(s) on the ledger still busy ${SETTLE_MS / 1000} s after instance ${inst.index} was killed`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 
   async function restart(inst: Instance): Promise<void> {
@@ -906,7 +931,7 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
       if (answered && op.point !== 'during-commit') fail('fault', `the ${op.point} fault of a debit never fired; the draw was answered ${show(answered)}`);
       // during-commit dies a moment after the write was handed over: the answer may beat the kill.
       if (answered) model.applyDraw(q, b, checkPay(answered, exp, q, 'paid draw answered just before a crash')!);
-      await inst.exited;
+      await killed(inst);
       const s = await snapshot(); // LevelDB: the ledger is free now; PostgreSQL: our own connection
       const d = s.draws.find((x) => x.quote_id === q.id);
       if (op.point === 'before-commit' && d) fail('crash', 'killed before the commit, yet the draw is in the ledger');
@@ -932,7 +957,7 @@ export async function runHistory(env: SimEnv, ops: Op[], o: RunOptions): Promise
     }
     if (answered && op.point !== 'during-commit') fail('fault', `the ${op.point} fault of a credit never fired; the top-up was answered ${show(answered)}`);
     if (answered) credit(b, c, cred, checkTopupOk(answered, b, c, cred.challengeId, 'top-up answered just before a crash'), openedBy(answered));
-    await inst.exited;
+    await killed(inst);
     const s = await snapshot();
     const t = s.topups.find((x) => x.challenge_id === cred.challengeId);
     if (op.point === 'before-commit' && t) fail('crash', 'killed before the commit, yet the top-up is in the ledger');
