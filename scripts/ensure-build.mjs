@@ -4,37 +4,15 @@
 // the JavaScript of the code they hold. On an up-to-date tree it only compares modification times
 // (a few ms). Plain JavaScript on purpose: it runs before anything is compiled.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { buildStaleness } from './build-state.mjs';
 import { bundleCli } from './bundle.mjs';
 
 const STAMP = join('build', '.stamp');
-const SOURCES = ['cli.ts', 'cli', 'client', 'generator', 'payments', 'contract', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/bundle.mjs'];
-
-function newest(path) {
-  let s;
-  try {
-    s = statSync(path);
-  } catch {
-    return 0;
-  }
-  if (!s.isDirectory()) return path.endsWith('.ts') || path.endsWith('.json') || path.endsWith('.mjs') ? s.mtimeMs : 0;
-  let m = 0;
-  for (const e of readdirSync(path)) if (e !== 'dist' && e !== 'node_modules') m = Math.max(m, newest(join(path, e)));
-  return m;
-}
-
-let built = 0;
-try {
-  built = statSync(STAMP).mtimeMs;
-} catch {
-  // never built
-}
-const sources = Math.max(...SOURCES.map(newest));
-// The compiled CLI imports the client package's dist/: a missing one is rebuilt too.
-const clientBuilt = existsSync(join('client', 'dist', 'client', 'index.js'));
-if (process.argv.includes('--force') || built === 0 || sources > built || !clientBuilt) {
-  console.error(built === 0 ? 'compiling to build/ (first start)…' : 'sources changed: recompiling to build/…');
+const stale = buildStaleness('.');
+if (process.argv.includes('--force') || stale) {
+  console.error(stale === 'never built' ? 'compiling to build/ (first start)…' : `${stale ?? '--force'}: recompiling to build/…`);
   const started = Date.now();
   const client = spawnSync(process.execPath, [join('scripts', 'build-client.mjs'), ...(process.argv.includes('--force') ? ['--force'] : [])], { stdio: 'inherit' });
   if (client.status !== 0) process.exit(client.status ?? 1);

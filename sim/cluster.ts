@@ -10,10 +10,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { InstanceMessage, InstanceReply } from './instance.ts';
 import type { CommitPoint, FaultOp } from '../payments/faults.ts';
+import { ownProgramArgs } from '../test/helpers/own-programs.ts';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
-/** How an instance process starts: as this module runs, compiled (npm test compiles the suites) or through tsx. */
-const INSTANCE = import.meta.url.endsWith('.js') ? [join(HERE, 'instance.js')] : ['--import', 'tsx', join(HERE, 'instance.ts')];
+/** How an instance process starts: bundled with the compiled suites under npm test, else through tsx. */
+const INSTANCE = ownProgramArgs('sim/instance.ts');
 /** The repository (its real path: npm test runs the simulator compiled, from a folder of links beside it). */
 const REPO = dirname(realpathSync(join(HERE, '..', 'package.json')));
 

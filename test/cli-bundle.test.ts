@@ -4,13 +4,16 @@
 // written in as their compiled copy's address relative to the bundle) names a file that exists;
 // the search and ingest workers start from there. The other suites run the bundle for every `lds`
 // command; the workers only start on large inputs, which they do not build, hence this check.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+// bin/lds.mjs (`npx lds`) runs the same bundle while build/ is current, the TypeScript otherwise.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { REPO } from './helpers/build.ts';
+import { buildStaleness } from '../scripts/build-state.mjs';
+import { REPO, tempDir } from './helpers/build.ts';
 
 /** build/ as test/run.ts compiled it for this run (LDS_TEST_CLI_JS), else the repository's. */
 const cliJs = process.env.LDS_TEST_CLI_JS ?? join(REPO, 'build', 'cli.js');
@@ -54,6 +57,54 @@ test('a search worker starts from the address the bundle gives its module, and a
   await worker.terminate();
   assert.type((answer as { error?: unknown }).error, 'string', `the search worker at ${fileURLToPath(at)}: ${JSON.stringify(answer)}`);
   assert.is((answer as { id?: unknown }).id, 7);
+});
+
+/**
+ * The first module bin/lds.mjs loads of the program, `build/cli.js` or `cli.ts`, as Node's ES module
+ * loader logs it (NODE_DEBUG=esm, the same on Node 20 and 24), and what --help printed.
+ */
+function binRuns(env: Record<string, string> = {}): { loaded: string | undefined; help: string } {
+  const r = spawnSync(process.execPath, [join(REPO, 'bin', 'lds.mjs'), '--help'], { cwd: build, encoding: 'utf8', env: { ...process.env, NODE_DEBUG: 'esm', ...env } });
+  assert.is(r.status, 0, r.stderr.slice(-2000));
+  const loaded = /file:\/\/\S*?\/(build\/cli\.js|cli\.ts)\b/.exec(r.stderr)?.[1];
+  return { loaded, help: r.stdout };
+}
+
+test('npx lds (bin/lds.mjs) runs the bundle while build/ is current, the TypeScript through tsx when told to, with the same help', () => {
+  assert.is(buildStaleness(REPO), null, 'the runner compiled build/ before the suites (scripts/ensure-build.mjs)');
+  const bundled = binRuns();
+  assert.is(bundled.loaded, 'build/cli.js');
+  const tsx = binRuns({ LDS_TSX: '1' });
+  assert.is(tsx.loaded, 'cli.ts');
+  assert.match(bundled.help, /^Usage: lds \[options\] \[command\]/m);
+  assert.is(bundled.help, tsx.help);
+});
+
+test('build/ is current only with a stamp newer than every source and the client package built', async () => {
+  const root = await tempDir('build-state');
+  const file = (rel: string, mtimeS: number) => {
+    mkdirSync(dirname(join(root, rel)), { recursive: true });
+    writeFileSync(join(root, rel), '{}\n');
+    utimesSync(join(root, rel), mtimeS, mtimeS);
+  };
+  const T = 1_767_225_600;
+  file('payments/http/app.ts', T);
+  file('client/src/index.ts', T);
+  assert.is(buildStaleness(root), 'never built');
+  file('build/.stamp', T + 10);
+  assert.is(buildStaleness(root), 'client package not built');
+  file('client/dist/client/index.js', T + 5);
+  assert.is(buildStaleness(root), null);
+  // a file the compile does not read (client/dist, node_modules, a README) may be newer
+  file('client/dist/client/other.json', T + 20);
+  file('node_modules/x/index.ts', T + 20);
+  file('payments/README.txt', T + 20);
+  assert.is(buildStaleness(root), null);
+  file('payments/http/app.ts', T + 11); // an edit after the compile
+  assert.is(buildStaleness(root), 'sources changed');
+  file('payments/http/app.ts', T);
+  file('scripts/bundle.mjs', T + 11); // the bundler too
+  assert.is(buildStaleness(root), 'sources changed');
 });
 
 test.run();

@@ -14,7 +14,7 @@ import { PROBLEM_BASE } from './helpers/problems.ts';
 import { connect } from 'node:net';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { REPO, cliAsync } from './helpers/build.ts';
+import { cliAsync } from './helpers/build.ts';
 import { canConnect } from './helpers/http.ts';
 import { exited, startInstance, type Instance } from './helpers/instances.ts';
 import { BACKEND, ledgerEnv, newLedgerSettings } from './helpers/ledgers.ts';
@@ -111,7 +111,7 @@ if (BACKEND === 'level') {
     const varDir = await mkdtemp(join(fx.root, 'var-fault-'));
     const ledger = await newLedgerSettings();
     const env = ledgerEnv(ledger);
-    const child = await startInstance(fx, env, varDir, join(REPO, 'test/helpers/fault-serve.ts'));
+    const child = await startInstance(fx, env, varDir, 'test/helpers/fault-serve.ts');
     children.push(child);
     const token = await topUp(child.base, '5.00');
     const q = await quote(child.base);

@@ -96,7 +96,7 @@ test('every setting it names is read by the code', () => {
     readdirSync(join(REPO, dir), { recursive: true, withFileTypes: true })
       .filter((e) => e.isFile() && /\.(ts|mjs|py|sh|yml)$/.test(e.name) && !e.parentPath.includes('node_modules'))
       .map((e) => readFileSync(join(e.parentPath, e.name), 'utf8'));
-  const text = [readFileSync(join(REPO, 'cli.ts'), 'utf8'), readFileSync(join(REPO, '.ci/run'), 'utf8'), ...['cli', 'generator', 'payments', 'test', 'bench', 'sim', 'client', 'contract', 'deploy', 'scripts'].flatMap(sources)].join('\n');
+  const text = [readFileSync(join(REPO, 'cli.ts'), 'utf8'), readFileSync(join(REPO, '.ci/run'), 'utf8'), ...['bin', 'cli', 'generator', 'payments', 'test', 'bench', 'sim', 'client', 'contract', 'deploy', 'scripts'].flatMap(sources)].join('\n');
   const settings = [...new Set(code.map((t) => t.replace(/=.*$/, '')).filter((t) => /^[A-Z][A-Z0-9]*_[A-Z0-9_]+$/.test(t)))];
   assert.ok(settings.length >= 25, `read the settings (${settings.length})`);
   for (const s of settings) assert.ok(text.includes(`'${s}'`) || text.includes(`env.${s}`) || text.includes(`${s}=`) || text.includes(`const ${s} =`) || text.includes(`.${s}`) || text.includes('${' + s), `${s} is read somewhere (or is a constant of the code or a library's)`);

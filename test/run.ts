@@ -187,12 +187,13 @@ function suiteSources(): string[] {
  * What the compiled suites depend on: the repository's place, the path of every source (each is
  * compiled or linked), the bytes of every TypeScript and JSON file, the tsconfigs, the bundler
  * (scripts/bundle.mjs), and the compiler's and esbuild's versions (their package.json files). A new
- * or removed file, an edit, a new compiler or bundler makes a new compile.
+ * or removed file, an edit, a new compiler or bundler makes a new compile (scripts/build-state.mjs: a
+ * suite imports it).
  */
 function suitesHash(sources: string[]): string {
   const h = createHash('sha256').update(`${realpathSync(repo)}\n`);
   h.update(BUNDLE ? 'bundled\n' : 'file by file\n');
-  for (const rel of [...sources, 'scripts/bundle.mjs', 'tsconfig.json', 'tsconfig.test.json', 'tsconfig.build.json', join('node_modules', 'typescript', 'package.json'), join('node_modules', 'esbuild', 'package.json')]) {
+  for (const rel of [...sources, 'scripts/bundle.mjs', 'scripts/build-state.mjs', 'tsconfig.json', 'tsconfig.test.json', 'tsconfig.build.json', join('node_modules', 'typescript', 'package.json'), join('node_modules', 'esbuild', 'package.json')]) {
     h.update(`${rel}\n`);
     if (/\.(ts|json|mjs)$/.test(rel) && statSync(join(repo, rel)).isFile()) h.update(readFileSync(join(repo, rel)));
   }
@@ -297,6 +298,8 @@ const runTmp = mkdtempSync(join(tmpdir(), 'lds-test-run-'));
 chmodSync(runTmp, 0o755);
 process.env.TMPDIR = runTmp;
 const compiled = !process.env.LDS_TEST_TSX && existsSync(join(repo, 'tsconfig.test.json')) ? await compiledSuites() : null;
+// Where the suites find the programs they start by path, compiled too (test/helpers/own-programs.ts).
+if (compiled) process.env.LDS_TEST_COMPILED = compiled;
 
 const sum = { passed: 0, failed: 0, skipped: 0 };
 const failedFiles: string[] = [];

@@ -8,7 +8,8 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildUnitStore } from '../generator/store/build-store.ts';
 import { openUnitStore } from '../payments/store/unit-store.ts';
-import { copyCatalogSrc, REPO, tempDir } from './helpers/build.ts';
+import { copyCatalogSrc, tempDir } from './helpers/build.ts';
+import { ownProgramArgs } from './helpers/own-programs.ts';
 import { BUILT_AT, catalog } from './helpers/store-fixtures.ts';
 
 /** A catalog-src whose paragraph file is 60x larger (new paragraph numbers), so a build takes a while. */
@@ -36,7 +37,7 @@ test('SIGKILL mid-build leaves the previous store current, intact and usable', a
   assert.is(before.length, 5);
 
   const src = await bigSource();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'test/helpers/store-build-child.ts'), src, root], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...ownProgramArgs('test/helpers/store-build-child.ts'), src, root], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr.on('data', (d) => (err += d));

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { cp, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LDS_ARGS, REPO } from './build.ts';
+import { ownProgramArgs, type OwnProgram } from './own-programs.ts';
 import { mainThreadStack } from './processes.ts';
 import type { Fixture } from './service-harness.ts';
 
@@ -34,15 +35,15 @@ process.once('exit', () => {
 /** How long a start may take: generous, since a loaded CI machine starts several instances at once. */
 const START_TIMEOUT_MS = 90_000;
 
-/** `entry`: another script to run (through tsx) instead of `lds serve` (test/helpers/fault-serve.ts), with the same flags. */
-export async function startInstance(fx: Fixture, env: Record<string, string>, varDir?: string, entry?: string): Promise<Instance> {
+/** `entry`: another program to run instead of `lds serve` (test/helpers/fault-serve.ts), with the same flags. */
+export async function startInstance(fx: Fixture, env: Record<string, string>, varDir?: string, entry?: OwnProgram): Promise<Instance> {
   const dir = varDir ?? (await mkdtemp(join(fx.root, 'var-inst-')));
   // Its own copy of the unit store (a LevelDB opens in one process only), as each production
   // instance gets its own copy of the build output.
   // (Not when the caller names a store: copying a LevelDB another process is compacting can fail.)
   const store = env.LDS_STORE_DIR ?? join(dir, 'store');
   if (!env.LDS_STORE_DIR && !existsSync(store)) await cp(fx.store, store, { recursive: true });
-  const program = entry ? ['--import', 'tsx', entry] : LDS_ARGS;
+  const program = entry ? ownProgramArgs(entry) : LDS_ARGS;
   const proc = spawn(process.execPath, [...program, 'serve', '--port', '0', '--host', '127.0.0.1'], {
     cwd: REPO,
     env: { ...process.env, LDS_DIST_DIR: fx.dist, LDS_STORE_DIR: store, LDS_VAR_DIR: dir, LDS_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test', ...env },
