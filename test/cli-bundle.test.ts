@@ -64,7 +64,8 @@ test('a search worker starts from the address the bundle gives its module, and a
  * loader logs it (NODE_DEBUG=esm, the same on Node 20 and 24), and what --help printed.
  */
 function binRuns(env: Record<string, string> = {}): { loaded: string | undefined; help: string } {
-  const r = spawnSync(process.execPath, [join(REPO, 'bin', 'lds.mjs'), '--help'], { cwd: build, encoding: 'utf8', env: { ...process.env, NODE_DEBUG: 'esm', ...env } });
+  // maxBuffer: Node 24's loader log through tsx runs to megabytes (it prints every module's source map).
+  const r = spawnSync(process.execPath, [join(REPO, 'bin', 'lds.mjs'), '--help'], { cwd: build, encoding: 'utf8', maxBuffer: 256 << 20, env: { ...process.env, NODE_DEBUG: 'esm', ...env } });
   assert.is(r.status, 0, r.stderr.slice(-2000));
   const loaded = /file:\/\/\S*?\/(build\/cli\.js|cli\.ts)\b/.exec(r.stderr)?.[1];
   return { loaded, help: r.stdout };
