@@ -4,7 +4,8 @@
 // after it when a suite skipped tests). Just above it: the ten slowest files of this run. A suite
 // skips only when a program it drives is missing (test/helpers/programs.ts); its "SKIP <suite>:
 // <reason>" line is repeated above the closing line. A file that runs no test and skips none
-// counts as a failure.
+// counts as a failure. Each file's wall time and CPU (its process's and its children's, CPU_REPORT)
+// follow its name.
 //
 // Tiers: `npm test` runs every file. `npm run test:quick` (this runner with --quick) runs only the
 // files whose first lines say `// @tier: quick`: the in-process tier for the edit-test loop (no
@@ -117,7 +118,23 @@ if (runs.some((r) => r.backend === 'postgres') && !process.env.LDS_TEST_PG_URL) 
 
 interface Tally { passed: number; failed: number; skipped: number; crashed: boolean; empty: boolean; skips: string[] }
 
-interface Finished extends Tally { output: string; seconds: number }
+interface Finished extends Tally { output: string; seconds: number; /** null: not known (killed, or not Linux) */ cpuSeconds: number | null }
+
+/**
+ * Loaded first in every test process (a data: URL, so it needs no compile): at exit it writes the
+ * CPU the file cost to LDS_TEST_CPU_OUT - its own user and system time and that of every child it
+ * waited for (/proc/self/stat utime, stime, cutime, cstime, in clock ticks of 1/100 s), which is
+ * what /usr/bin/time would report for it. The suite is CPU-bound on 2 cores, so a file's CPU, not
+ * its wall time (four files share the cores), says what it costs the run.
+ */
+const CPU_REPORT = `data:text/javascript,${encodeURIComponent(`import { readFileSync, writeFileSync } from 'node:fs';
+process.on('exit', () => {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    writeFileSync(process.env.LDS_TEST_CPU_OUT, String((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100));
+  } catch {}
+});`)}`;
 
 /**
  * Longest a file may run (LDS_TEST_FILE_TIMEOUT_S, default 20 minutes, several times the slowest
@@ -234,14 +251,16 @@ async function compiledSuites(): Promise<string | null> {
   return dir;
 }
 const COMPILED = '.compiled';
+let cpuReports = 0;
 
 function runFile(file: string, backend: Backend | null): Promise<Finished> {
   return new Promise((resolve) => {
     const started = performance.now();
     const program = compiled ? ['--enable-source-maps', join(compiled, 'test', file.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', join(here, file)];
-    const child = spawn(process.execPath, program, {
+    const cpuOut = join(runTmp, `cpu-${cpuReports++}`);
+    const child = spawn(process.execPath, ['--import', CPU_REPORT, ...program], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, FORCE_COLOR: '0', ...(backend ? { LDS_TEST_BACKEND: backend } : {}) },
+      env: { ...process.env, FORCE_COLOR: '0', LDS_TEST_CPU_OUT: cpuOut, ...(backend ? { LDS_TEST_BACKEND: backend } : {}) },
     });
     // Both streams in the order they arrived, printed whole when the file ends (several files run at once).
     let out = '';
@@ -271,7 +290,13 @@ function runFile(file: string, backend: Backend | null): Promise<Finished> {
       const empty = total === 0 && skipped === 0;
       if (crashed || empty) failed = Math.max(failed, 1);
       const skips = [...out.matchAll(/^SKIP (.*)$/gm)].map((m) => m[1]!);
-      resolve({ passed, failed, skipped, crashed, empty, skips, output, seconds: (performance.now() - started) / 1000 });
+      let cpuSeconds: number | null = null;
+      try {
+        cpuSeconds = Number(readFileSync(cpuOut, 'utf8'));
+      } catch {
+        // killed, or no /proc: not known
+      }
+      resolve({ passed, failed, skipped, crashed, empty, skips, output, seconds: (performance.now() - started) / 1000, cpuSeconds });
     });
   });
 }
@@ -305,7 +330,7 @@ const sum = { passed: 0, failed: 0, skipped: 0 };
 const failedFiles: string[] = [];
 const skipReasons: string[] = [];
 const took: Record<string, number> = { ...lastDurations };
-const thisRun: [string, number][] = [];
+const thisRun: [string, number, number | null][] = [];
 const wallStarted = performance.now();
 console.log(`# ${runs.length} runs of ${files.length} files${quick ? ' (quick tier)' : ''}, ${JOBS} at a time`);
 let next = 0;
@@ -320,9 +345,9 @@ async function worker(): Promise<void> {
       continue;
     }
     const t = await runFile(name, backend);
-    process.stdout.write(`\n# ${file} (${t.seconds.toFixed(1)} s)\n${t.output}`);
+    process.stdout.write(`\n# ${file} (${t.seconds.toFixed(1)} s${t.cpuSeconds === null ? '' : `, ${t.cpuSeconds.toFixed(1)} CPU-s`})\n${t.output}`);
     took[file] = Math.round(t.seconds * 10) / 10;
-    thisRun.push([file, t.seconds]);
+    thisRun.push([file, t.seconds, t.cpuSeconds]);
     sum.passed += t.passed;
     sum.failed += t.failed;
     sum.skipped += t.skipped;
@@ -341,8 +366,9 @@ try {
 }
 const slowest = thisRun.sort((a, b) => b[1] - a[1]).slice(0, 10);
 const fileSeconds = thisRun.reduce((s, [, t]) => s + t, 0);
-console.log(`\nslowest files (of ${thisRun.length} runs: ${fileSeconds.toFixed(0)} s of file time in ${((performance.now() - wallStarted) / 1000).toFixed(0)} s wall, ${JOBS} at a time):`);
-for (const [file, seconds] of slowest) console.log(`  ${seconds.toFixed(1).padStart(6)} s  ${file}`);
+const fileCpu = thisRun.reduce((s, [, , c]) => s + (c ?? 0), 0);
+console.log(`\nslowest files (of ${thisRun.length} runs: ${fileSeconds.toFixed(0)} s of file time and ${fileCpu.toFixed(0)} CPU-s in ${((performance.now() - wallStarted) / 1000).toFixed(0)} s wall, ${JOBS} at a time):`);
+for (const [file, seconds, cpu] of slowest) console.log(`  ${seconds.toFixed(1).padStart(6)} s ${cpu === null ? '' : `${cpu.toFixed(1).padStart(6)} CPU-s`}  ${file}`);
 if (skipReasons.length) console.log(`\nskipped:\n${skipReasons.map((r) => `  ${r}`).join('\n')}`);
 if (failedFiles.length) console.log(`\nfailing files: ${failedFiles.join(', ')}`);
 console.log(`\n${sum.passed} passed, ${sum.failed} failed${sum.skipped ? `, ${sum.skipped} skipped` : ''}`);
