@@ -7,8 +7,11 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
+/** Written by ensure-build.mjs when a compile is complete (relative to the repository). */
+export const STAMP = join('build', '.stamp');
+
 /** What build/ is compiled from (paths relative to the repository). */
-export const SOURCES = ['cli.ts', 'cli', 'client', 'generator', 'payments', 'contract', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/bundle.mjs'];
+const SOURCES = ['cli.ts', 'cli', 'client', 'generator', 'payments', 'contract', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/bundle.mjs'];
 
 /** The newest modification time of a TypeScript, JSON or bundler file at or below `path` (0: none). */
 function newest(path) {
@@ -31,7 +34,7 @@ function newest(path) {
 export function buildStaleness(root) {
   let built = 0;
   try {
-    built = statSync(join(root, 'build', '.stamp')).mtimeMs;
+    built = statSync(join(root, STAMP)).mtimeMs;
   } catch {
     return 'never built';
   }

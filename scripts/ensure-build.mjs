@@ -6,10 +6,9 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildStaleness } from './build-state.mjs';
+import { buildStaleness, STAMP } from './build-state.mjs';
 import { bundleCli } from './bundle.mjs';
 
-const STAMP = join('build', '.stamp');
 const stale = buildStaleness('.');
 if (process.argv.includes('--force') || stale) {
   console.error(stale === 'never built' ? 'compiling to build/ (first start)…' : `${stale ?? '--force'}: recompiling to build/…`);
