@@ -14,15 +14,25 @@ import type { CatalogSrc, CatalogueSettings, Licence, ProductSrc, Source } from 
 const SCHEMAS = ['catalogue', 'licence', 'source', 'product'] as const;
 type SchemaName = (typeof SCHEMAS)[number];
 
+/**
+ * Compiled schemas by the schema files' texts: a process that checks or builds several times (a
+ * publisher's watch, the test suites) compiles each set once. A few sets are kept.
+ */
+const compiledSchemas = new Map<string, Record<SchemaName, ValidateFunction>>();
+const KEPT_SCHEMA_SETS = 4;
+
 async function compileSchemas(root: string): Promise<Record<SchemaName, ValidateFunction>> {
+  const texts = await Promise.all(SCHEMAS.map((name) => readFile(join(root, 'schemas', `${name}.schema.json`), 'utf8')));
+  const key = texts.join('\0');
+  let out = compiledSchemas.get(key);
+  if (out) return out;
   // verbose: each error carries the value it is about (`data`), which a type error shows.
   const ajv = new Ajv2020.default({ allErrors: true, strict: true, strictRequired: false, verbose: true });
   addFormats.default(ajv);
-  const out = {} as Record<SchemaName, ValidateFunction>;
-  for (const name of SCHEMAS) {
-    const schema = JSON.parse(await readFile(join(root, 'schemas', `${name}.schema.json`), 'utf8'));
-    out[name] = ajv.compile(schema);
-  }
+  out = {} as Record<SchemaName, ValidateFunction>;
+  for (const [i, name] of SCHEMAS.entries()) out[name] = ajv.compile(JSON.parse(texts[i]!));
+  compiledSchemas.set(key, out);
+  if (compiledSchemas.size > KEPT_SCHEMA_SETS) compiledSchemas.delete(compiledSchemas.keys().next().value!);
   return out;
 }
 

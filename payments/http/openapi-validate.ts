@@ -149,14 +149,53 @@ function boundsFrom(doc: OpenApiDoc): DrawBounds {
   };
 }
 
+/**
+ * The JSON Schema 2020-12 meta-schema check of a document's schemas, one per process: each Ajv
+ * instance compiles the meta-schema again on its first `addSchema` (~40 ms, a third of a start's
+ * request validation), and a process that loads several builds (a new release, a test suite's
+ * servers) would pay it each time. The per-document instances skip their own check and ask this one.
+ */
+let metaCheck: Ajv2020 | undefined;
+function checkSchema(schema: object): void {
+  metaCheck ??= new Ajv2020({ strict: false });
+  if (!metaCheck.validateSchema(schema)) throw new Error(`the OpenAPI document's schemas are not valid JSON Schema 2020-12: ${metaCheck.errorsText(metaCheck.errors)}`);
+}
+
+/**
+ * Request validators by their document's text, newest last: a release whose OpenAPI document is
+ * the same as one already loaded (a rebuild that changed only data, a second server in the same
+ * process) reuses its compiled schemas instead of compiling them again. The validators are pure
+ * functions of the document, so sharing one is safe. A few are kept: the serving release and the
+ * ones kept open for their quotes.
+ */
+const validators = new Map<string, RequestValidator>();
+const KEPT_VALIDATORS = 8;
+
 export function createRequestValidator(document: unknown): RequestValidator {
   const doc = document as OpenApiDoc;
   if (!doc || typeof doc !== 'object' || !doc.paths) throw new Error('not an OpenAPI document');
+  const key = JSON.stringify(doc);
+  const known = validators.get(key);
+  if (known) {
+    validators.delete(key);
+    validators.set(key, known);
+    return known;
+  }
+  const made = compileRequestValidator(doc);
+  validators.set(key, made);
+  if (validators.size > KEPT_VALIDATORS) validators.delete(validators.keys().next().value!);
+  return made;
+}
+
+function compileRequestValidator(doc: OpenApiDoc): RequestValidator {
   // strict: false because the document carries OpenAPI-only keywords beside the schemas.
   // verbose: errors carry the failing schema, whose `x-lds-expected` words the message.
-  const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true, verbose: true });
+  // validateSchema: false, since checkSchema checks the document against the meta-schema once.
+  const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true, verbose: true, validateSchema: false });
   addFormats(ajv);
-  ajv.addSchema({ $id: DOC_ID, components: doc.components ?? {} });
+  const wrapper = { $id: DOC_ID, components: doc.components ?? {} };
+  checkSchema(wrapper);
+  ajv.addSchema(wrapper);
   // Schemas in the document point at '#/components/...'; resolve them against the added document.
   const rebase = (schema: unknown): unknown => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', `"${DOC_ID}#/components/`));
 
@@ -164,7 +203,14 @@ export function createRequestValidator(document: unknown): RequestValidator {
   // start-up); warm() compiles the rest, which the service calls once it listens.
   const lazy = (schema: unknown): (() => ValidateFunction) => {
     let fn: ValidateFunction | undefined;
-    return () => (fn ??= ajv.compile(rebase(schema) as object));
+    return () => {
+      if (!fn) {
+        const rebased = rebase(schema) as object;
+        checkSchema(rebased);
+        fn = ajv.compile(rebased);
+      }
+      return fn;
+    };
   };
   const bodies = new Map<string, () => ValidateFunction>();
   const params = new Map<string, { name: string; required: boolean; validate: () => ValidateFunction }[]>();
