@@ -14,6 +14,7 @@ import { tempDir } from './helpers/build.ts';
 import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkNotFound, checkPrecompressed, previewStops, type Site } from './helpers/hosting-checks.ts';
 import { startPreview, type Preview } from './helpers/preview.ts';
 import { failLoudly, freePort, parseHeadersFile } from './helpers/nginx.ts';
+import { slotPort } from './helpers/http.ts';
 import { APACHE, suiteNeeding } from './helpers/programs.ts';
 import { publishCli, publishFlow, twoBuilds, type Built } from './helpers/publish-flow.ts';
 import { readableByServer, startApache as startServer, type Apache as Server } from './helpers/apache.ts';
@@ -27,7 +28,7 @@ let site: Site;
 
 test.before(() =>
   failLoudly(async () => {
-    const port = await freePort();
+    const port = await slotPort();
     builds = await twoBuilds(`http://127.0.0.1:${port}`);
     const dist = builds[0].dir;
     await readableByServer(dirname(dist), dirname(builds[1].dir));

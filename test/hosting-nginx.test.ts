@@ -14,7 +14,8 @@ import { join, relative } from 'node:path';
 import type { BuildResult } from '../generator/build.ts';
 import { cliAsync, tempDir } from './helpers/build.ts';
 import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkNotFound, checkPrecompressed, fileFor, header, previewStops, type Site } from './helpers/hosting-checks.ts';
-import { buildFor, failLoudly, freePort, parseHeadersFile, startNginxWith, type Nginx } from './helpers/nginx.ts';
+import { buildFor, failLoudly, parseHeadersFile, startNginxWith, type Nginx } from './helpers/nginx.ts';
+import { slotPort } from './helpers/http.ts';
 import { startPreview, type Preview } from './helpers/preview.ts';
 import { NGINX, suiteNeeding } from './helpers/programs.ts';
 import { publishCli, publishFlow, twoBuilds } from './helpers/publish-flow.ts';
@@ -28,7 +29,7 @@ let published: Nginx | undefined;
 
 test.before(() =>
   failLoudly(async () => {
-    const port = await freePort();
+    const port = await slotPort();
     const { distDir, result } = await buildFor(port);
     hosted = { distDir, build: result, preview: await startPreview('nginx', distDir, port) };
     const rules = parseHeadersFile(await readFile(join(hosted.distDir, '_headers'), 'utf8'));
@@ -86,7 +87,7 @@ test('every path the build did not publish answers 404 with the build\'s problem
 test('folder URLs of the index pages are served', () => checkFolders(site));
 
 test('lds publish: a client holding v1\'s ETag gets v2 after the publish, no request fails during the switch, --rollback brings v1 back', async () => {
-  const port = await freePort();
+  const port = await slotPort();
   const builds = await twoBuilds(`http://127.0.0.1:${port}`);
   const web = join(await tempDir('web'), 'root');
   const first = await publishCli(['--from', builds[0].dir, '--to', web]);

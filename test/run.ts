@@ -46,6 +46,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -253,14 +254,22 @@ async function compiledSuites(): Promise<string | null> {
 const COMPILED = '.compiled';
 let cpuReports = 0;
 
-function runFile(file: string, backend: Backend | null): Promise<Finished> {
+function runFile(file: string, backend: Backend | null, slot: number): Promise<Finished> {
   return new Promise((resolve) => {
     const started = performance.now();
     const program = compiled ? ['--enable-source-maps', join(compiled, 'test', file.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', join(here, file)];
-    const cpuOut = join(runTmp, `cpu-${cpuReports++}`);
+    const n = cpuReports++;
+    const cpuOut = join(runTmp, `cpu-${n}`);
+    // The file's own temporary folder, removed as soon as it ends (while the other files run) rather
+    // than with the whole run at its end, when nothing else is left to do (~15 s of a run's end).
+    const fileTmp = join(runTmp, `file-${n}`);
+    mkdirSync(fileTmp, { mode: 0o755 });
+    chmodSync(fileTmp, 0o755); // whatever the umask: the postgres and web-server users enter it
     const child = spawn(process.execPath, ['--import', CPU_REPORT, ...program], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, FORCE_COLOR: '0', LDS_TEST_CPU_OUT: cpuOut, ...(backend ? { LDS_TEST_BACKEND: backend } : {}) },
+      // LDS_TEST_SLOT: which of the JOBS slots runs the file (one file at a time in each), for the
+      // ports whose builds are the same in every file of a slot (test/helpers/http.ts slotPort).
+      env: { ...process.env, TMPDIR: fileTmp, FORCE_COLOR: '0', LDS_TEST_CPU_OUT: cpuOut, LDS_TEST_SLOT: String(slot), ...(backend ? { LDS_TEST_BACKEND: backend } : {}) },
     });
     // Both streams in the order they arrived, printed whole when the file ends (several files run at once).
     let out = '';
@@ -274,6 +283,7 @@ function runFile(file: string, backend: Backend | null): Promise<Finished> {
     }, FILE_TIMEOUT_MS);
     child.on('close', (code) => {
       clearTimeout(timer);
+      if (!KEEP_TMP) removals.push(rm(fileTmp, { recursive: true, force: true }).catch(() => {}));
       if (timedOut) output += `\nkilled: still running after ${FILE_TIMEOUT_MS / 1000} s (LDS_TEST_FILE_TIMEOUT_S)\n`;
       const num = (label: string) => {
         const all = [...out.matchAll(new RegExp(`${label}:\\s+(\\d+)`, 'g'))];
@@ -315,13 +325,19 @@ process.env.LDS_TEST_FIXTURE_CACHE = fixtureCacheRoot();
 process.env.LDS_BUILD_CACHE ??= join(process.env.LDS_TEST_FIXTURE_CACHE, 'compress');
 pruneFixtureCache();
 // The suites' temporary folders (stores, ledgers, builds, web roots, PostgreSQL clusters: ~3 GB a
-// run) go into one folder of this run, removed when it ends: left in the temp folder they filled a
-// 50 GB disk in a few runs. Caches that outlive a run (fixtures, the PostgreSQL binaries, the file
-// durations) stay in the temp folder itself. 0755: the postgres and web-server users enter it.
-// LDS_TEST_KEEP_TMP=1 keeps it, to look at what a failing suite left.
+// run) go into one folder of this run, a folder per file in it (its TMPDIR), each removed when its
+// file ends: left in the temp folder they filled a 50 GB disk in a few runs. What the files of a
+// run share (the PostgreSQL template cluster and binaries, test/helpers/pg-cluster.ts and
+// pg-start.ts) is in the run's folder itself (LDS_TEST_RUN_DIR); caches that outlive a run
+// (fixtures, the file durations) stay in the temp folder. 0755: the postgres and web-server users
+// enter it. LDS_TEST_KEEP_TMP=1 keeps it all, to look at what a failing suite left.
+const KEEP_TMP = process.env.LDS_TEST_KEEP_TMP === '1';
 const runTmp = mkdtempSync(join(tmpdir(), 'lds-test-run-'));
 chmodSync(runTmp, 0o755);
 process.env.TMPDIR = runTmp;
+process.env.LDS_TEST_RUN_DIR = runTmp;
+/** The removals of finished files' folders, still going. */
+const removals: Promise<void>[] = [];
 const compiled = !process.env.LDS_TEST_TSX && existsSync(join(repo, 'tsconfig.test.json')) ? await compiledSuites() : null;
 // Where the suites find the programs they start by path, compiled too (test/helpers/own-programs.ts).
 if (compiled) process.env.LDS_TEST_COMPILED = compiled;
@@ -334,7 +350,7 @@ const thisRun: [string, number, number | null][] = [];
 const wallStarted = performance.now();
 console.log(`# ${runs.length} runs of ${files.length} files${quick ? ' (quick tier)' : ''}, ${JOBS} at a time`);
 let next = 0;
-async function worker(): Promise<void> {
+async function worker(slot: number): Promise<void> {
   while (next < runs.length) {
     const { file: name, backend } = runs[next++]!;
     const file = runName(name, backend);
@@ -344,7 +360,7 @@ async function worker(): Promise<void> {
       failedFiles.push(`${file} (no PostgreSQL)`);
       continue;
     }
-    const t = await runFile(name, backend);
+    const t = await runFile(name, backend, slot);
     process.stdout.write(`\n# ${file} (${t.seconds.toFixed(1)} s${t.cpuSeconds === null ? '' : `, ${t.cpuSeconds.toFixed(1)} CPU-s`})\n${t.output}`);
     took[file] = Math.round(t.seconds * 10) / 10;
     thisRun.push([file, t.seconds, t.cpuSeconds]);
@@ -355,10 +371,13 @@ async function worker(): Promise<void> {
     skipReasons.push(...t.skips);
   }
 }
-await Promise.all(Array.from({ length: Math.min(JOBS, runs.length) }, worker));
+await Promise.all(Array.from({ length: Math.min(JOBS, runs.length) }, (_, slot) => worker(slot)));
 await pgStop?.();
-if (process.env.LDS_TEST_KEEP_TMP === '1') console.log(`\n# temporary files of this run kept in ${runTmp}`);
-else rmSync(runTmp, { recursive: true, force: true });
+if (KEEP_TMP) console.log(`\n# temporary files of this run kept in ${runTmp}`);
+else {
+  await Promise.all(removals);
+  rmSync(runTmp, { recursive: true, force: true });
+}
 try {
   writeFileSync(DURATIONS, JSON.stringify(took, null, 1));
 } catch {

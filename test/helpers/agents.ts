@@ -13,7 +13,7 @@ import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer } from '../../payments/serve.ts';
 import { mountAgents } from '../../payments/agents/mount.ts';
 import { buildFixtureFor } from './service-harness.ts';
-import { freePort } from './http.ts';
+import { freePort, slotPort } from './http.ts';
 import { BACKEND } from './ledgers.ts';
 import { freshDatabase } from './pg.ts';
 
@@ -35,7 +35,8 @@ export interface AgentService {
 export async function startAgentService(opts: { env?: Record<string, string> } = {}): Promise<AgentService> {
   let lastErr: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
-    const port = await freePort();
+    // The slot's port first (its build is one made before: slotPort); a free one if it was taken meanwhile.
+    const port = attempt === 0 ? await slotPort() : await freePort();
     const origin = `http://127.0.0.1:${port}`;
     const fx = await buildFixtureFor(origin);
     const ledger = BACKEND === 'postgres' ? { LDS_LEDGER_URL: await freshDatabase() } : {};

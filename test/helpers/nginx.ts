@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { build, type BuildResult } from '../../generator/build.ts';
 import { programPath, servesBuild, startWebServer, type WebServer } from '../../generator/web-servers.ts';
 import { CATALOG_SRC, tempDir } from './build.ts';
-import { freePort } from './http.ts';
+import { freePort, slotPort } from './http.ts';
 import { NGINX } from './programs.ts';
 
 export { freePort };
@@ -28,6 +28,9 @@ export async function startNginxWith(http: string, port: number): Promise<Nginx>
   return startWebServer('nginx', { dir: await tempDir('nginx'), host: '127.0.0.1', port, site: '', nginxHttp: http });
 }
 
+/** The build clock of buildFor (2023-11-14T22:13:20Z, the first of publish-flow.ts twoBuilds). */
+const HOSTED_EPOCH = 1_700_000_000;
+
 export interface HostedDist {
   nginx: Nginx;
   distDir: string;
@@ -41,13 +44,16 @@ export interface HostedDist {
  */
 export async function buildAndServe(): Promise<HostedDist> {
   requireNginx();
-  const port = await freePort();
+  const port = await slotPort();
   const { distDir, result } = await buildFor(port);
   const nginx = await startNginx(distDir, port);
   return { nginx, distDir, build: result, stop: () => nginx.stop() };
 }
 
-/** dist/ (no unit store) built for a static host on 127.0.0.1:port, so the catalogue's own links point at it. */
+/**
+ * dist/ (no unit store) built for a static host on 127.0.0.1:port, so the catalogue's own links
+ * point at it; at a fixed build clock, so a build for the same port is the same (slotPort).
+ */
 export async function buildFor(port: number): Promise<{ distDir: string; result: BuildResult }> {
   const distDir = join(await tempDir('hosted'), 'dist');
   const result = await build({
@@ -56,6 +62,7 @@ export async function buildFor(port: number): Promise<{ distDir: string; result:
     storeRoot: join(distDir, '..', 'store'),
     noStore: true,
     localOrigin: `http://127.0.0.1:${port}`,
+    sourceDateEpoch: HOSTED_EPOCH,
   });
   return { distDir, result };
 }

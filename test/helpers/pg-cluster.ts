@@ -46,9 +46,9 @@ export function pgBinDir(): string | null {
 /** Runs a server program as `who` (LC_MESSAGES=C: the messages the helpers read are English). */
 const run = (cmd: string, args: string[], who: RunAs, env: NodeJS.ProcessEnv = {}) => runToEnd(cmd, args, who, { ...process.env, LC_MESSAGES: 'C', ...env });
 
-/** A folder the server user can reach: 0755, under <tmp>/lds-pg. */
-function reachableDir(prefix: string): string {
-  const base = join(tmpdir(), 'lds-pg');
+/** A folder the server user can reach: 0755, under <root>/lds-pg (root: the temp folder). */
+function reachableDir(prefix: string, root = tmpdir()): string {
+  const base = join(root, 'lds-pg');
   mkdirSync(base, { recursive: true });
   if (statSync(base).uid === process.getuid?.()) chmodSync(base, 0o755);
   const dir = mkdtempSync(join(base, prefix));
@@ -63,9 +63,11 @@ function own(path: string, who: RunAs): void {
 /** The initdb output every primary of this PostgreSQL version starts from (made once, atomically). */
 async function template(bin: string, who: RunAs): Promise<string> {
   const version = spawnSync(join(bin, 'postgres'), ['--version'], { encoding: 'utf8' }).stdout.trim().replace(/\W+/g, '_');
-  const target = join(tmpdir(), 'lds-pg', `template-${version}-${who.uid ?? process.getuid?.()}`);
+  // In the run's folder (test/run.ts), which every file of the run sees; each file's TMPDIR is its own.
+  const root = process.env.LDS_TEST_RUN_DIR ?? tmpdir();
+  const target = join(root, 'lds-pg', `template-${version}-${who.uid ?? process.getuid?.()}`);
   if (existsSync(join(target, 'PG_VERSION'))) return target;
-  const dir = reachableDir('template-tmp-');
+  const dir = reachableDir('template-tmp-', root);
   const data = join(dir, 'data');
   mkdirSync(data, { mode: 0o700 });
   own(data, who);

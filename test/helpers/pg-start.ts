@@ -179,7 +179,8 @@ export async function startEmbeddedPostgres(opts: StartOptions = {}): Promise<Pg
 async function start(opts: StartOptions): Promise<PgServer> {
   const who = runAs();
   const pkg = nativePackage(opts.resolveFrom ?? import.meta.url);
-  const native = reachableNative(pkg, who, opts.binCacheRoot ?? tmpdir());
+  // The copy of the binaries (when needed) in the run's folder, which every file of a run sees (test/run.ts).
+  const native = reachableNative(pkg, who, opts.binCacheRoot ?? process.env.LDS_TEST_RUN_DIR ?? tmpdir());
   const bin = (p: string) => join(native, 'bin', p);
 
   // The data folder: under a 0755 folder the server user can reach, owned by that user.
