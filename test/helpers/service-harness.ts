@@ -56,16 +56,26 @@ export const FIXTURE_EPOCH = 1767225600;
 /** Beside dist/ and store/ in the fixture: the build's summary of its unit store (BuildResult.store). */
 const STORE_SUMMARY = 'store-summary.json';
 
-/** Builds catalog-src (dist + unit store) into `root` with the generator's build(), and keeps its store summary. */
+/**
+ * Beside store/ in the fixture: refsByProduct of its store version, read from its unit records when
+ * the fixture was made. Nearly every service suite asks for it, and a walk of the whole store costs
+ * a quarter of a second each time; the files of a store version never change, so the walk made
+ * for that version answers as long as CURRENT names it.
+ */
+const REFS_BY_PRODUCT = 'refs-by-product.json';
+
+/** Builds catalog-src (dist + unit store) into `root` with the generator's build(), and keeps its store summary and its refsByProduct. */
 async function buildInto(root: string): Promise<void> {
+  const storeRoot = join(root, 'store');
   const r = await build({
     srcDir: CATALOG_SRC,
     outDir: join(root, 'dist'),
-    storeRoot: join(root, 'store'),
+    storeRoot,
     addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example'),
     sourceDateEpoch: FIXTURE_EPOCH,
   });
   await writeFile(join(root, STORE_SUMMARY), JSON.stringify(r.store));
+  await writeFile(join(root, REFS_BY_PRODUCT), JSON.stringify({ version: r.storeVersion, refs: Object.fromEntries(await refsByProduct(storeRoot)) }));
 }
 
 /**
@@ -108,9 +118,15 @@ export async function cachedBuild(name: string, root: string, make: (dir: string
   await cp(built, root, { recursive: true, verbatimSymlinks: true });
 }
 
-/** Unit references per product, read straight from the store's unit records (the documented on-disk format). */
+/**
+ * Unit references per product, read straight from the store's unit records (the documented on-disk
+ * format) of the version CURRENT names; for the fixture's own version, the walk its maker did
+ * (REFS_BY_PRODUCT beside the store).
+ */
 export async function refsByProduct(storeRoot: string): Promise<Map<string, string[]>> {
   const version = readFileSync(join(storeRoot, CURRENT_FILE), 'utf8').trim();
+  const made = await readFile(join(storeRoot, '..', REFS_BY_PRODUCT), 'utf8').then((t) => JSON.parse(t) as { version: string; refs: Record<string, string[]> }, () => null);
+  if (made?.version === version) return new Map(Object.entries(made.refs));
   const out = new Map<string, string[]>();
   for await (const su of unitRecords(join(storeRoot, version))) for (const p of su.products) out.set(p, [...(out.get(p) ?? []), su.unit.ref]);
   for (const refs of out.values()) refs.sort();
