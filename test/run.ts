@@ -43,7 +43,7 @@
 // processes rather than the CPU, so the whole suite runs two files per core; the quick tier, in
 // process, one per core.
 // Usage: npm test [-- [--quick] [name-filter ...]]
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -99,15 +99,23 @@ const expected = (file: string, backend: Backend | null) => lastDurations[runNam
 const runs = files
   .flatMap((file) => backendsOf(file).map((backend) => ({ file, backend })))
   .sort((a, b) => expected(b.file, b.backend) - expected(a.file, a.backend));
-let pgStop: (() => Promise<void>) | null = null;
+let pgStop = null as (() => Promise<void>) | null; // set by startRunPostgres
 /** Why the PostgreSQL runs cannot run (the server did not start): each counts as a failure. */
 let pgMissing: string | null = null;
-if (runs.some((r) => r.backend === 'postgres') && !process.env.LDS_TEST_PG_URL) {
+/** The OS temp folder, before this runner points TMPDIR at the run's folder. */
+const osTmp = tmpdir();
+
+/** The run's PostgreSQL, when a run needs one and LDS_TEST_PG_URL names none (started while the code compiles). */
+async function startRunPostgres(): Promise<void> {
+  if (!runs.some((r) => r.backend === 'postgres') || process.env.LDS_TEST_PG_URL) return;
   const { startEmbeddedPostgres, PgStartError } = await import('./helpers/pg.ts');
   try {
-    const pg = await startEmbeddedPostgres();
+    // Its data and the copy of its binaries in the OS temp folder, as a server started outside a run.
+    const pg = await startEmbeddedPostgres({ binCacheRoot: osTmp, dataRoot: osTmp });
     process.env.LDS_TEST_PG_URL = pg.url;
-    pgStop = pg.stop;
+    // Its data is removed once it stops: an immediate shutdown skips the checkpoint that would write
+    // out a whole run's databases first (~8 s at the end of a run).
+    pgStop = () => pg.stop('immediate');
     console.log(`# PostgreSQL for this run: embedded server on 127.0.0.1:${pg.port}`);
   } catch (err) {
     if (!(err instanceof PgStartError)) throw err;
@@ -155,12 +163,12 @@ const BUNDLE = process.env.LDS_TEST_BUNDLE !== '0';
  * Type errors do not stop the run (`npx tsc --noEmit` reports them); a compile that emitted
  * nothing does: the suites then run through tsx.
  */
-async function compileSuites(out: string, sources: string[]): Promise<boolean> {
+async function compileSuites(out: string, sources: string[], buildDone: Promise<unknown>): Promise<boolean> {
   rmSync(out, { recursive: true, force: true });
   // Emit only: `npx tsc --noEmit` is the type check (CI runs it), and types do not change the emitted code.
-  const tsc = spawnSync(process.execPath, [join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repo, 'tsconfig.test.json'), '--noCheck', '--outDir', out], { cwd: repo, encoding: 'utf8' });
+  const tsc = await runProgram(process.execPath, [join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(repo, 'tsconfig.test.json'), '--noCheck', '--outDir', out]);
   if (!existsSync(join(out, 'test', 'run.js'))) {
-    console.error(`error: the suites did not compile (${(tsc.stdout + tsc.stderr).split('\n')[0]}); running them through tsx`);
+    console.error(`error: the suites did not compile (${tsc.output.split('\n')[0]}); running them through tsx`);
     return false;
   }
   const link = (rel: string) => {
@@ -172,6 +180,8 @@ async function compileSuites(out: string, sources: string[]): Promise<boolean> {
   // Then each suite bundled over its compiled file (test/helpers/bundle-suites.ts); the per-file
   // compile stays beside it for what the suites start by path. LDS_TEST_BUNDLE=0: file by file.
   if (BUNDLE) {
+    // The bundles take the client package from its dist/, which the compile of build/ makes first.
+    await buildDone;
     // Imported here, not at the top: a runner that compiles nothing (no tsconfig.test.json) needs no bundler.
     const { bundleSuites } = await import('./helpers/bundle-suites.ts');
     const notBundled = await bundleSuites(repo, out, readdirSync(here).filter((f) => f.endsWith('.test.ts')));
@@ -224,7 +234,7 @@ function suitesHash(sources: string[]): string {
  * place (two runs at once never see a half-written one). Other compiles no run used for an hour
  * are removed (~6 MB each); null when the compile failed (the suites then run through tsx).
  */
-async function compiledSuites(): Promise<string | null> {
+async function compiledSuites(buildDone: Promise<unknown>): Promise<string | null> {
   const root = join(repo, 'build', 'test-js');
   const sources = suiteSources();
   const hash = suitesHash(sources);
@@ -242,7 +252,7 @@ async function compiledSuites(): Promise<string | null> {
     return dir;
   }
   const tmp = `${dir}.${process.pid}`;
-  if (!(await compileSuites(tmp, sources))) return null;
+  if (!(await compileSuites(tmp, sources, buildDone))) return null;
   writeFileSync(join(tmp, COMPILED), `${new Date().toISOString()}\n`);
   try {
     renameSync(tmp, dir);
@@ -262,7 +272,8 @@ function runFile(file: string, backend: Backend | null, slot: number): Promise<F
     const cpuOut = join(runTmp, `cpu-${n}`);
     // The file's own temporary folder, removed as soon as it ends (while the other files run) rather
     // than with the whole run at its end, when nothing else is left to do (~15 s of a run's end).
-    const fileTmp = join(runTmp, `file-${n}`);
+    // Named after the run (LDS_TEST_KEEP_TMP=1 leaves it to look at): <file>-<backend>-<n>.
+    const fileTmp = join(runTmp, `${file.replace(/\.test\.ts$/, '')}${backend ? `-${backend}` : ''}-${n}`);
     mkdirSync(fileTmp, { mode: 0o755 });
     chmodSync(fileTmp, 0o755); // whatever the umask: the postgres and web-server users enter it
     const child = spawn(process.execPath, ['--import', CPU_REPORT, ...program], {
@@ -311,15 +322,29 @@ function runFile(file: string, backend: Backend | null, slot: number): Promise<F
   });
 }
 
+/** Runs a program of the runner's own (a compiler) to its end: its exit code and its output, both streams. */
+function runProgram(cmd: string, args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    child.on('error', (err) => resolve({ code: null, output: `${cmd}: ${err.message}` }));
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
 // `npm start` compiles build/ when it is older than the sources: do it once, before any suite runs,
 // and let the suites run `lds` from it.
-const ensureBuild = join(repo, 'scripts', 'ensure-build.mjs');
-if (existsSync(ensureBuild)) {
-  const compiled = spawnSync(process.execPath, [ensureBuild], { cwd: repo, encoding: 'utf8' });
-  process.stdout.write(compiled.stdout + compiled.stderr);
-  if (compiled.status === 0) process.env.LDS_TEST_CLI_JS = join(repo, 'build', 'cli.js');
+async function ensureBuild(): Promise<void> {
+  const script = join(repo, 'scripts', 'ensure-build.mjs');
+  if (!existsSync(script)) return;
+  const compiled = await runProgram(process.execPath, [script]);
+  process.stdout.write(compiled.output);
+  if (compiled.code === 0) process.env.LDS_TEST_CLI_JS = join(repo, 'build', 'cli.js');
   else console.error('error: build/ did not compile (see above); the suites that run `npm start` will fail, the others run cli.ts through tsx');
 }
+
 process.env.LDS_TEST_FIXTURE_CACHE = fixtureCacheRoot();
 // The build's compression cache (generator/compress-cache.ts) beside the fixtures, not in the home folder.
 process.env.LDS_BUILD_CACHE ??= join(process.env.LDS_TEST_FIXTURE_CACHE, 'compress');
@@ -338,7 +363,12 @@ process.env.TMPDIR = runTmp;
 process.env.LDS_TEST_RUN_DIR = runTmp;
 /** The removals of finished files' folders, still going. */
 const removals: Promise<void>[] = [];
-const compiled = !process.env.LDS_TEST_TSX && existsSync(join(repo, 'tsconfig.test.json')) ? await compiledSuites() : null;
+// Before any suite: build/, the suites' own compile and the run's PostgreSQL, all at once (each
+// waits on its own programs: two compilers, a server's start). The suites' bundles wait for build/.
+const setupStarted = performance.now();
+const buildDone = ensureBuild();
+const [compiled] = await Promise.all([!process.env.LDS_TEST_TSX && existsSync(join(repo, 'tsconfig.test.json')) ? compiledSuites(buildDone) : null, buildDone, startRunPostgres()]);
+console.log(`# ready to run the suites after ${((performance.now() - setupStarted) / 1000).toFixed(1)} s (build/, the suites' compile${pgStop ? ', PostgreSQL' : ''})`);
 // Where the suites find the programs they start by path, compiled too (test/helpers/own-programs.ts).
 if (compiled) process.env.LDS_TEST_COMPILED = compiled;
 

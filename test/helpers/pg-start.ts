@@ -26,7 +26,12 @@ export interface PgServer {
   /** Admin URL (database `postgres`). */
   url: string;
   port: number;
-  stop(): Promise<void>;
+  /**
+   * Stops the server and, for one this process started, removes its data. 'fast' (the default)
+   * checkpoints first; 'immediate' does not (its data is thrown away anyway: a run's end need not
+   * write out every database it made).
+   */
+  stop(how?: 'fast' | 'immediate'): Promise<void>;
   /** Only for a server this process started: stop and start again on the same data and port. */
   restart?(): Promise<void>;
   stopOnly?(): Promise<void>;
@@ -50,6 +55,8 @@ export interface StartOptions {
   resolveFrom?: string;
   /** Parent of the copies of the binaries made for the postgres user (default: the OS temp folder). */
   binCacheRoot?: string;
+  /** Where its data folder goes, in lds-pg/ (default: the OS temp folder). */
+  dataRoot?: string;
 }
 
 interface Native {
@@ -184,7 +191,7 @@ async function start(opts: StartOptions): Promise<PgServer> {
   const bin = (p: string) => join(native, 'bin', p);
 
   // The data folder: under a 0755 folder the server user can reach, owned by that user.
-  const base = join(tmpdir(), 'lds-pg');
+  const base = join(opts.dataRoot ?? tmpdir(), 'lds-pg');
   mkdirSync(base, { recursive: true });
   if (statSync(base).uid === process.getuid?.()) chmodSync(base, 0o755);
   const dir = mkdtempSync(join(base, 'data-'));
@@ -233,12 +240,13 @@ async function start(opts: StartOptions): Promise<PgServer> {
       c.unref();
       (c.stderr as unknown as { unref?: () => void }).unref?.();
     });
-  const halt = () =>
+  const halt = (how: 'fast' | 'immediate' = 'fast') =>
     new Promise<void>((resolve) => {
       const c = child;
       if (!c || c.exitCode !== null) return resolve();
       c.once('close', () => resolve());
-      c.kill('SIGINT'); // fast shutdown: ends sessions, checkpoints, exits
+      // fast: ends sessions, checkpoints, exits; immediate: every process quits at once, no checkpoint
+      c.kill(how === 'fast' ? 'SIGINT' : 'SIGQUIT');
     });
 
   await keptAlive(launch());
@@ -254,8 +262,8 @@ async function start(opts: StartOptions): Promise<PgServer> {
   return {
     url: `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/postgres`,
     port,
-    async stop() {
-      await keptAlive(halt()).catch(() => {});
+    async stop(how = 'fast') {
+      await keptAlive(halt(how)).catch(() => {});
       rmSync(dir, { recursive: true, force: true });
     },
     async stopOnly() {
