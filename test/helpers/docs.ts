@@ -2,7 +2,8 @@
 // command blocks marked as tested in them (```sh tested```), and a fresh copy of the repository
 // to run those blocks in, literally, as a reader would.
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { buildStaleness, STAMP } from '../../scripts/build-state.mjs';
 import { dirname, join, relative } from 'node:path';
 import { REPO, tempDir } from './build.ts';
 import { EPOCH } from './publish.ts';
@@ -29,7 +30,15 @@ export function section(markdown: string, title: string): string {
   return markdown.slice(start + 1).split(/^## /m)[1]!;
 }
 
-/** A fresh checkout: every file git tracks (or would add), as it is on disk; node_modules linked. */
+/**
+ * A fresh checkout: every file git tracks (or would add), as it is on disk; node_modules linked.
+ * When the repository's build/ is the compile of these very sources (scripts/build-state.mjs), it
+ * is copied too, with the client package's dist/, as the first `npm start` would have left them:
+ * `npx lds` then runs that compile (bin/lds.mjs) instead of the same TypeScript through tsx, which
+ * cost a build in the copy ~2 CPU-seconds more. The copy's sources are older than its stamp, so
+ * the copy is current by the same check. What `npx lds` runs in a checkout without build/ is
+ * test/cli-bundle.test.ts's to check.
+ */
 export async function freshCopy(name: string): Promise<string> {
   const dir = join(await tempDir(name), 'checkout');
   const files = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO, encoding: 'utf8' }).stdout.split('\0');
@@ -39,6 +48,14 @@ export async function freshCopy(name: string): Promise<string> {
     copyFileSync(join(REPO, f), join(dir, f));
   }
   symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'));
+  if (buildStaleness(REPO) === null) {
+    // The stamp last, after everything it vouches for.
+    const compiled = (src: string) => !src.startsWith(join(REPO, 'build', 'test-js')) && src !== join(REPO, STAMP);
+    cpSync(join(REPO, 'build'), join(dir, 'build'), { recursive: true, filter: compiled });
+    cpSync(join(REPO, 'client', 'dist'), join(dir, 'client', 'dist'), { recursive: true });
+    copyFileSync(join(REPO, 'client', '.dist-stamp'), join(dir, 'client', '.dist-stamp'));
+    copyFileSync(join(REPO, STAMP), join(dir, STAMP));
+  }
   return dir;
 }
 
