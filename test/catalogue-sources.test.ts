@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { cli, CATALOG_SRC, tempDir } from './helpers/build.ts';
+import { catalogSrcBuild } from './helpers/publish.ts';
 import { scanStore } from './helpers/store-fixtures.ts';
 
 let dist: string;
@@ -16,12 +16,11 @@ let products: string[][];
 const read = (p: string) => readFileSync(join(dist, p), 'utf8');
 
 test.before(async () => {
-  const root = await tempDir('cat-sources');
-  dist = join(root, 'dist');
-  const r = cli(['build', '--local', '--out', dist, '--store-root', join(root, 'store'), '--src', CATALOG_SRC], { SOURCE_DATE_EPOCH: '1767225600' });
-  assert.is(r.code, 0, r.stderr);
+  // `lds build --local` of catalog-src at a fixed clock, made once per machine (helpers/publish.ts).
+  const built = await catalogSrcBuild();
+  dist = built.out;
   catalogue = JSON.parse(read('v1/lds/_catalog'));
-  const scan = await scanStore(join(root, 'store', catalogue.store_version));
+  const scan = await scanStore(join(built.store, catalogue.store_version));
   units = scan.units as any;
   products = scan.products;
 });

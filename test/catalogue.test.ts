@@ -3,15 +3,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CATALOG_SRC, cli, tempDir } from './helpers/build.ts';
+import { catalogSrcBuild } from './helpers/publish.ts';
 import { SPEC_2_7 } from './helpers/spec-table.ts';
 
 let catalogue: any;
 
 test.before(async () => {
-  const out = join(await tempDir('cat'), 'dist');
-  const r = cli(['build', '--local', '--no-store', '--out', out, '--src', CATALOG_SRC], { SOURCE_DATE_EPOCH: '1767225600' });
-  assert.is(r.code, 0, r.stderr);
+  // `lds build --local --no-store` of catalog-src at a fixed clock, made once per machine (helpers/publish.ts).
+  const { out } = await catalogSrcBuild({ noStore: true });
   catalogue = JSON.parse(await readFile(join(out, 'v1/lds/_catalog'), 'utf8'));
 });
 

@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CATALOG_SRC, cli, copyCatalogSrc, tempDir } from './helpers/build.ts';
-import { buildInto, holdSource, setDrawPrice } from './helpers/publish.ts';
+import { buildInto, catalogSrcBuild, holdSource, setDrawPrice } from './helpers/publish.ts';
 import { diffCatalogues } from '../generator/diff/changes.ts';
 import { diffMarkdown } from '../generator/diff/render.ts';
 import type { CatalogueDoc } from '../contract/catalogue.ts';
@@ -24,8 +24,8 @@ test.before(async () => {
   newPrice = oldPrice + oldPrice / 5; // +20 %
   await setDrawPrice(src, PRICED, newPrice);
   await holdSource(src, HELD, 'licence under review after the publisher changed its terms');
-  base = (await buildInto(CATALOG_SRC)).out;
-  again = (await buildInto(CATALOG_SRC)).out;
+  base = (await catalogSrcBuild()).out; // the shared build of catalog-src (helpers/publish.ts); made once per machine
+  again = (await buildInto(CATALOG_SRC)).out; // and the same build made now
   changed = (await buildInto(src)).out;
 });
 

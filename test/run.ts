@@ -338,6 +338,8 @@ function runFile(file: string, backend: Backend | null, slot: number): Promise<F
       const empty = total === 0 && skipped === 0;
       if (crashed || empty) failed = Math.max(failed, 1);
       const skips = [...out.matchAll(/^SKIP (.*)$/gm)].map((m) => m[1]!);
+      // uvu prints nothing when a `before` hook throws: the file's tests count as failed, silently.
+      if (total > 0 && passed === 0 && !/\bFAIL\b/.test(out)) output += `\nnote: none of this file's ${total} tests ran and nothing says why: a before hook threw, and uvu does not print its error (wrap the hook in failLoudly, test/helpers/nginx.ts, to see it)\n`;
       let cpuSeconds: number | null = null;
       try {
         cpuSeconds = Number(readFileSync(cpuOut, 'utf8'));

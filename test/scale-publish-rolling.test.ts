@@ -13,6 +13,7 @@ import { cp, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LedgerSettings } from '../payments/ledger/open.ts';
 import { CATALOG_SRC, cliAsync } from './helpers/build.ts';
+import { failLoudly } from './helpers/nginx.ts';
 import { sharedSecrets, startInstance, stopInstance, type Instance } from './helpers/instances.ts';
 import { ledgerEnv, newLedgerSettings } from './helpers/ledgers.ts';
 import { PROBLEM_BASE } from './helpers/problems.ts';
@@ -30,7 +31,7 @@ let nodes: { inst: Instance; dist: string; store: string }[] = [];
 let stable: string[];
 let dropped: string[];
 
-test.before(async () => {
+test.before(() => failLoudly(async () => {
   fx = await buildFixture();
   const refs = (await refsByProduct(fx.store)).get(PRODUCT)!;
   dropped = await lastEcdcRefs(CATALOG_SRC, DROPPED);
@@ -40,14 +41,14 @@ test.before(async () => {
   await buildInto(await secondVersionSrc(V2_PRICE_MICROS, DROPPED), stage.dist, stage.store);
   ledger = await newLedgerSettings('postgres');
   const env = { ...ledgerEnv(ledger), ...sharedSecrets(), LDS_RELEASE_CHECK_MS: '1000' };
-  nodes = await Promise.all(
-    ['a', 'b'].map(async (name) => {
-      const own = await copyBuild(fx.dist, fx.store, await mkdtemp(join(fx.root, `node-${name}-`)));
-      const inst = await startInstance(fx, { ...env, LDS_DIST_DIR: own.dist, LDS_STORE_DIR: own.store });
-      return { inst, ...own };
-    }),
-  );
-});
+  const owns = await Promise.all(['a', 'b'].map(async (name) => copyBuild(fx.dist, fx.store, await mkdtemp(join(fx.root, `node-${name}-`)))));
+  // Both started at once; when one fails, the other is in `nodes` all the same, so that the after
+  // hook stops it (left running, it kept this process alive until the runner killed it).
+  const started = await Promise.allSettled(owns.map((own) => startInstance(fx, { ...env, LDS_DIST_DIR: own.dist, LDS_STORE_DIR: own.store })));
+  nodes = started.flatMap((s, i) => (s.status === 'fulfilled' ? [{ inst: s.value, ...owns[i]! }] : []));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+}));
 
 test.after(async () => {
   await Promise.all(nodes.map((n) => stopInstance(n.inst)));

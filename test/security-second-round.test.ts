@@ -167,7 +167,7 @@ test('5. a quote of catalogue A paid after a live switch to B (a new price, the 
       addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example'),
       sourceDateEpoch: 1767225600,
     });
-  }, ['test/security-second-round.test.ts', 'test/helpers/releases.ts']);
+  }, ['test/security-second-round.test.ts', 'test/helpers/releases.ts', 'test/helpers/service-harness.ts']);
   await cp(join(b, 'dist'), `${own.dist}.new`, { recursive: true, dereference: true });
   await rename(own.dist, `${own.dist}.old`);
   await rename(`${own.dist}.new`, own.dist);

@@ -10,7 +10,7 @@
 // not used, since its contents would be run as our fixtures. Entries unused for a day are removed.
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeSync } from 'node:fs';
-import { mkdtemp, rename, rm } from 'node:fs/promises';
+import { cp, mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { REPO } from './build.ts';
@@ -100,6 +100,20 @@ export async function cachedFixture(name: string, inputs: { paths: string[]; par
   const now = new Date();
   utimesSync(entry, now, now); // last used: pruning keeps it
   return entry;
+}
+
+/** What every cached build is made from: a change to any of these makes a new one. */
+const BUILD_INPUTS = ['catalog-src', 'generator', 'contract', 'package-lock.json'];
+
+/**
+ * `make(dir)`, a build of catalog-src as this version of the generator builds it, copied into `root`
+ * (links kept as links: dist/ is one). Made once per machine until catalog-src, the generator, the
+ * lock file or `extraInputs` (the files that say what `make` does, such as the helper or test file
+ * that holds it) change.
+ */
+export async function cachedBuild(name: string, root: string, make: (dir: string) => Promise<void>, extraInputs: string[] = []): Promise<void> {
+  const built = await cachedFixture(name, { paths: [...BUILD_INPUTS, ...extraInputs], params: name }, make);
+  await cp(built, root, { recursive: true, verbatimSymlinks: true });
 }
 
 /** Removes entries (and leftovers of interrupted makes) nobody used for a day. */

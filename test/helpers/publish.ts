@@ -1,6 +1,7 @@
 // Publisher edits to a copy of catalog-src, shared by the diff, CI-recipe and guide tests.
 import { join } from 'node:path';
-import { cli, editJson, tempDir } from './build.ts';
+import { CATALOG_SRC, cli, editJson, tempDir } from './build.ts';
+import { cachedBuild } from './fixture-cache.ts';
 
 /** The fixed build clock of these tests (2026-01-01T00:00:00Z). */
 export const EPOCH = '1767225600';
@@ -29,8 +30,26 @@ export async function setDrawPrice(srcDir: string, productId: string, micros: nu
 /** A real build (unit store included unless noStore) into a fresh folder, with the fixed clock. */
 export async function buildInto(src: string, opts: { noStore?: boolean } = {}) {
   const root = await tempDir('build');
-  const out = join(root, 'dist');
-  const r = cli(['build', '--local', '--src', src, '--out', out, '--store-root', join(root, 'store'), ...(opts.noStore ? ['--no-store'] : [])], { SOURCE_DATE_EPOCH: EPOCH });
+  await lds(src, root, opts);
+  return { out: join(root, 'dist'), root, store: join(root, 'store') };
+}
+
+/** `lds build --local` of `src` into root/dist and root/store at the fixed clock. */
+function lds(src: string, root: string, opts: { noStore?: boolean }): void {
+  const r = cli(['build', '--local', '--src', src, '--out', join(root, 'dist'), '--store-root', join(root, 'store'), ...(opts.noStore ? ['--no-store'] : [])], { SOURCE_DATE_EPOCH: EPOCH });
   if (r.code !== 0) throw new Error(`build of ${src} failed (${r.code}):\n${r.stderr}\n${r.stdout}`);
-  return { out, root, store: join(root, 'store') };
+}
+
+/**
+ * buildInto(CATALOG_SRC): the build of catalog-src itself that several suites start from (the
+ * catalogue's content, the diff's base, one of the two builds compared for reproducibility). Its
+ * inputs are fixed, so it is made once per machine (test/helpers/fixture-cache.ts, until
+ * catalog-src, the generator, the CLI or this file change) and each caller gets a copy of its own.
+ * Beside dist/ lies the record of a local build (generator/local-build.ts), whose path to
+ * catalog-src is relative to where the build was made: a copy is read, never served.
+ */
+export async function catalogSrcBuild(opts: { noStore?: boolean } = {}) {
+  const root = await tempDir('build');
+  await cachedBuild(opts.noStore ? 'cli-build-no-store' : 'cli-build', root, async (dir) => lds(CATALOG_SRC, dir, opts), ['cli.ts', 'cli', 'test/helpers/publish.ts']);
+  return { out: join(root, 'dist'), root, store: join(root, 'store') };
 }

@@ -1,6 +1,6 @@
 // Shared by the service tests (not itself a suite): a real build of catalog-src into a temp dir
 // (dist + unit store), a real server on 127.0.0.1:0 over real LevelDB, and small HTTP helpers.
-import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +14,9 @@ import { loadConfig } from '../../payments/config.ts';
 import { createLogger, startServer, type RunningServer, type StartOptions } from '../../payments/serve.ts';
 import { payTopup } from '../../payments/topup/client.ts';
 import { CATALOG_SRC } from './build.ts';
-import { cachedFixture } from './fixture-cache.ts';
+import { cachedBuild } from './fixture-cache.ts';
+
+export { cachedBuild };
 import { bearer, postJson } from './http.ts';
 import { BACKEND, ledgerEnv } from './ledgers.ts';
 import type { LedgerSettings } from '../../payments/ledger/open.ts';
@@ -91,9 +93,6 @@ export async function buildFixtureFor(origin: string): Promise<Fixture> {
   return { ...fx, catalogue: JSON.parse(await readFile(join(fx.dist, 'v1/lds/_catalog'), 'utf8')) };
 }
 
-/** What the service fixture is built from: a change to any of these makes a new one. */
-const FIXTURE_INPUTS = { paths: ['catalog-src', 'generator', 'contract', 'package-lock.json', 'test/helpers/service-harness.ts'] };
-
 /**
  * A build of catalog-src (dist + unit store) in a fresh temp dir of the caller's own, which it may
  * change. The build's inputs are fixed, so it is made once (test/helpers/fixture-cache.ts: once
@@ -101,22 +100,12 @@ const FIXTURE_INPUTS = { paths: ['catalog-src', 'generator', 'contract', 'packag
  */
 export async function buildFixture(): Promise<Fixture> {
   const root = await mkdtemp(join(tmpdir(), 'lds-svc-'));
-  await cachedBuild('service', root, buildInto);
+  await cachedBuild('service', root, buildInto, ['test/helpers/service-harness.ts']);
   const dist = join(root, 'dist');
   const catalogue = JSON.parse(readFileSync(join(dist, 'v1/lds/_catalog'), 'utf8'));
   return { root, dist, store: join(root, 'store'), catalogue };
 }
 
-/**
- * `make(dir)`, a build of catalog-src as this version of the generator builds it, copied into `root`
- * (links kept as links: dist/ is one). Made once per machine (test/helpers/fixture-cache.ts) until
- * catalog-src, the generator, the lock file or `extraInputs` (the files that say what `make` changes,
- * such as the test file itself) change.
- */
-export async function cachedBuild(name: string, root: string, make: (dir: string) => Promise<void>, extraInputs: string[] = []): Promise<void> {
-  const built = await cachedFixture(name, { paths: [...FIXTURE_INPUTS.paths, ...extraInputs], params: name }, make);
-  await cp(built, root, { recursive: true, verbatimSymlinks: true });
-}
 
 /**
  * Unit references per product, read straight from the store's unit records (the documented on-disk
