@@ -9,9 +9,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { lstat, readdir, readFile, readlink, realpath } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { tempDir } from './helpers/build.ts';
 import { buildInto, runBuild, secondVersionSrc } from './helpers/releases.ts';
-import { copyCatalogSrc } from './helpers/build.ts';
+import { catalogSrcBuild } from './helpers/publish.ts';
 import { postJson, startTestServer } from './helpers/service-harness.ts';
 
 let root: string;
@@ -28,10 +27,8 @@ async function served(): Promise<{ target: string; version: string; storeVersion
 }
 
 test.before(async () => {
-  root = await tempDir('lds-crash-');
-  dist = join(root, 'dist');
-  store = join(root, 'store');
-  await buildInto(await copyCatalogSrc(), dist, store);
+  // The previous build: `lds build --local` of catalog-src, the one the suites share (made once per machine).
+  ({ root, out: dist, store } = await catalogSrcBuild());
   first = await served();
   srcB = await secondVersionSrc(25_000, 12); // a new price and fewer rows: a new catalogue and a new store
 });

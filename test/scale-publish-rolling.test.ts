@@ -18,7 +18,7 @@ import { sharedSecrets, startInstance, stopInstance, type Instance } from './hel
 import { ledgerEnv, newLedgerSettings } from './helpers/ledgers.ts';
 import { PROBLEM_BASE } from './helpers/problems.ts';
 import { balanceOf, bearer, buildFixture, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
-import { PRODUCT, buildInto, centsOf, copyBuild, lastEcdcRefs, readyz, secondVersionSrc, waitReady } from './helpers/releases.ts';
+import { PRODUCT, centsOf, copyBuild, lastEcdcRefs, readyz, secondVersionBuild, waitReady } from './helpers/releases.ts';
 
 const V2_PRICE_MICROS = 25_000;
 const DROPPED = 12;
@@ -36,9 +36,8 @@ test.before(() => failLoudly(async () => {
   const refs = (await refsByProduct(fx.store)).get(PRODUCT)!;
   dropped = await lastEcdcRefs(CATALOG_SRC, DROPPED);
   stable = refs.filter((r) => !dropped.includes(r));
-  // The new build, made once in a staging folder and shipped to each instance.
-  stage = { dist: join(fx.root, 'stage-dist'), store: join(fx.root, 'stage-store') };
-  await buildInto(await secondVersionSrc(V2_PRICE_MICROS, DROPPED), stage.dist, stage.store);
+  // The new build, in a staging folder, shipped to each instance (made once per machine: secondVersionBuild).
+  stage = await secondVersionBuild(V2_PRICE_MICROS, DROPPED, await mkdtemp(join(fx.root, 'stage-')));
   ledger = await newLedgerSettings('postgres');
   const env = { ...ledgerEnv(ledger), ...sharedSecrets(), LDS_RELEASE_CHECK_MS: '1000' };
   const owns = await Promise.all(['a', 'b'].map(async (name) => copyBuild(fx.dist, fx.store, await mkdtemp(join(fx.root, `node-${name}-`)))));

@@ -8,7 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { cliAsync, REPO, tempDir } from './helpers/build.ts';
+import { cliAsync, REPO } from './helpers/build.ts';
+import { catalogSrcBuild } from './helpers/publish.ts';
 import { freePort, postJson } from './helpers/http.ts';
 import { refsByProduct } from './helpers/service-harness.ts';
 
@@ -140,12 +141,18 @@ function assertAllName(docs: Record<string, string>, port: number, oldPort: numb
   for (const key of ['catalogue base_url', 'agent card url', '402 topup_url']) assert.is(new URL(docs[key]!).origin, `http://127.0.0.1:${port}`, key);
 }
 
+/**
+ * A local build for port A (`lds build --local`, A the default 8080: the build of catalog-src the
+ * suites share, helpers/publish.ts), in folders of the test's own. A is never listened on here.
+ */
+async function localBuildForA() {
+  const built = await catalogSrcBuild();
+  const a = Number(new URL(built.localOrigin).port);
+  return { a, dirs: { dist: built.out, store: built.store, var: join(built.root, 'var') } };
+}
+
 test('build --local for port A, npm start on port B: every address says B (rebuilt, said on stderr); a restart on B does not rebuild', async () => {
-  const root = await tempDir('port');
-  const dirs = { dist: join(root, 'dist'), store: join(root, 'store'), var: join(root, 'var') };
-  const a = await freePort();
-  const built = await cliAsync(['build', '--local', `http://127.0.0.1:${a}`, '--out', dirs.dist, '--store-root', dirs.store]);
-  assert.is(built.code, 0, built.stderr);
+  const { a, dirs } = await localBuildForA();
   // a unit to quote, read while no server holds the store (a rebuild of the same data keeps it)
   const [product, refs] = [...(await refsByProduct(dirs.store)).entries()].find(([, r]) => r.length > 0)!;
   const draw = { product, ref: refs[0]! };
@@ -168,12 +175,8 @@ test('build --local for port A, npm start on port B: every address says B (rebui
 });
 
 test('a production build (explicit addresses) is served as built, whatever the port', async () => {
-  const root = await tempDir('port');
-  const dirs = { dist: join(root, 'dist'), store: join(root, 'store'), var: join(root, 'var') };
-  const a = await freePort();
   // first a local build (so a record of it exists), then a production build over the same dist/
-  const local = await cliAsync(['build', '--local', `http://127.0.0.1:${a}`, '--out', dirs.dist, '--store-root', dirs.store]);
-  assert.is(local.code, 0, local.stderr);
+  const { a, dirs } = await localBuildForA();
   const prod = await cliAsync(['build', '--no-store', '--base-url', 'https://api.example.net/v1', '--mcp-url', 'https://api.example.net/mcp', '--docs-url', 'https://api.example.net/docs/', '--out', dirs.dist, '--store-root', dirs.store]);
   assert.is(prod.code, 0, prod.stderr);
   const s = await npmStart(dirs, a);

@@ -2,6 +2,7 @@
 import { join } from 'node:path';
 import { CATALOG_SRC, cli, editJson, tempDir } from './build.ts';
 import { cachedBuild } from './fixture-cache.ts';
+import { readLocalBuild, writeLocalBuild } from '../../generator/local-build.ts';
 
 /** The fixed build clock of these tests (2026-01-01T00:00:00Z). */
 export const EPOCH = '1767225600';
@@ -45,11 +46,16 @@ function lds(src: string, root: string, opts: { noStore?: boolean }): void {
  * catalogue's content, the diff's base, one of the two builds compared for reproducibility). Its
  * inputs are fixed, so it is made once per machine (test/helpers/fixture-cache.ts, until
  * catalog-src, the generator, the CLI or this file change) and each caller gets a copy of its own.
- * Beside dist/ lies the record of a local build (generator/local-build.ts), whose path to
- * catalog-src is relative to where the build was made: a copy is read, never served.
+ * The record of a local build beside dist/ (generator/local-build.ts) names catalog-src relative to
+ * where it lies, so the copy's is written again for the copy: `lds serve` on another port rebuilds
+ * the copy from catalog-src, as it would the build itself.
  */
 export async function catalogSrcBuild(opts: { noStore?: boolean } = {}) {
   const root = await tempDir('build');
   await cachedBuild(opts.noStore ? 'cli-build-no-store' : 'cli-build', root, async (dir) => lds(CATALOG_SRC, dir, opts), ['cli.ts', 'cli', 'test/helpers/publish.ts']);
-  return { out: join(root, 'dist'), root, store: join(root, 'store') };
+  const out = join(root, 'dist');
+  const made = await readLocalBuild(out);
+  if (!made) throw new Error(`the cached build of catalog-src has no local build record beside ${out}`);
+  await writeLocalBuild(out, made.local_origin, CATALOG_SRC);
+  return { out, root, store: join(root, 'store'), localOrigin: made.local_origin };
 }

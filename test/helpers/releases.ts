@@ -8,6 +8,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { LDS_ARGS, REPO, copyCatalogSrc, editJson } from './build.ts';
+import { cachedBuild } from './fixture-cache.ts';
 
 export const PRODUCT = 'svc-health-eu';
 const ECDC_CSV = 'data/ecdc/covid19_weekly_cases_deaths_2023w27-w46.csv';
@@ -70,6 +71,17 @@ export function runBuildWith(buildArgs: string[], env: Record<string, string> = 
 export async function buildInto(srcDir: string, dist: string, storeRoot: string): Promise<void> {
   const r = await runBuild(srcDir, dist, storeRoot);
   assert.is(r.code, 0, `build failed: ${r.stderr}`);
+}
+
+/**
+ * A build of secondVersionSrc(priceMicros, dropRows) as buildInto makes it, in `root`/dist and
+ * `root`/store: made once per machine (test/helpers/fixture-cache.ts) for these parameters and
+ * copied, for a suite that ships a finished build rather than builds into what a service serves.
+ */
+export async function secondVersionBuild(priceMicros: number, dropRows: number, root: string): Promise<{ dist: string; store: string }> {
+  const make = async (dir: string) => buildInto(await secondVersionSrc(priceMicros, dropRows), join(dir, 'dist'), join(dir, 'store'));
+  await cachedBuild(`second-version-${priceMicros}-${dropRows}`, root, make, ['cli.ts', 'cli', 'test/helpers/releases.ts']);
+  return { dist: join(root, 'dist'), store: join(root, 'store') };
 }
 
 /** A copy of a built dist/ and store root for one instance (its own LevelDB copies). */
