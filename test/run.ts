@@ -35,8 +35,9 @@
 //   - the service fixture build (test/helpers/service-harness.ts buildFixture), in a cache in the
 //     temp folder keyed by a hash of everything it is built from (test/helpers/fixture-cache.ts),
 //     so a second run on the machine reuses it and a changed input makes a new one.
-// Files start longest first, by the durations the last run on this machine recorded (else by file
-// size), so the run does not end waiting on one long suite.
+// Files start longest first, by the durations the last run on this machine recorded (else those of
+// the development machine, test/durations.json, else by file size), so the run does not end waiting
+// on one long suite.
 //
 // Concurrency: LDS_TEST_JOBS files at a time; the default is measured (below, and
 // docs/development.md, "Running the tests"): most suites wait on fsync, servers and child
@@ -85,17 +86,26 @@ function backendsOf(file: string): (Backend | null)[] {
  */
 const JOBS = Math.max(1, Math.floor(Number(process.env.LDS_TEST_JOBS ?? availableParallelism() * (quick ? 1 : 2))) || 1);
 const runName = (file: string, backend: Backend | null) => (backend ? `${file} [${backend}]` : file);
-/** Seconds each run took last time on this machine (kept in the temp folder, never in the repository). */
+/** Seconds each run took last time on this machine (kept in the temp folder; the runner never writes the repository). */
 const DURATIONS = join(tmpdir(), 'lds-test-durations.json');
-const lastDurations: Record<string, number> = (() => {
+const readDurations = (path: string): Record<string, number> => {
   try {
-    return JSON.parse(readFileSync(DURATIONS, 'utf8'));
+    return JSON.parse(readFileSync(path, 'utf8'));
   } catch {
     return {};
   }
-})();
-/** Expected seconds: the last run's, else a guess from the file's size (about 1 s per KB on this suite). */
-const expected = (file: string, backend: Backend | null) => lastDurations[runName(file, backend)] ?? statSync(join(here, file)).size / 1000;
+};
+const lastDurations = readDurations(DURATIONS);
+/**
+ * Seconds each run took on the 2-core development machine (test/durations.json, a warm run's record
+ * copied from the temp folder), for a machine with no record of its own: a fresh clone, CI. Ordered
+ * by file size instead, the long files of a first run (build, build-crash, hosting-caddy: one
+ * minute each, but short files) started last and the run ended on them, ~20 s of one core idle.
+ * Only an order: a stale or missing entry costs time, never a test.
+ */
+const knownDurations = readDurations(join(here, 'durations.json'));
+/** Expected seconds: this machine's last run's, else the development machine's, else a guess from the file's size (about 1 s per KB). */
+const expected = (file: string, backend: Backend | null) => lastDurations[runName(file, backend)] ?? knownDurations[runName(file, backend)] ?? statSync(join(here, file)).size / 1000;
 const runs = files
   .flatMap((file) => backendsOf(file).map((backend) => ({ file, backend })))
   .sort((a, b) => expected(b.file, b.backend) - expected(a.file, a.backend));
