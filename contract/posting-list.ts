@@ -91,7 +91,7 @@ export function encodePostingList(docids: Uint32Array, tfs: Uint32Array, dls: Ui
   const head = directoryBytes(blocks);
   // The largest the blocks can be: two header words each, and two arrays of at most 32-bit values
   // per posting. Sized by n, not by full blocks: most terms have a few postings, and a build
-  // encodes one list per term and product (zeroing 1 KB for each cost ~5 % of a build's CPU).
+  // encodes one list per term and product, each zeroing over 1 KB (a catalog-src build: 52k lists).
   const out = new Uint8Array(head + 4 * (2 * blocks + 2 * n));
   const blockMax = new Float64Array(out.buffer, 0, blocks);
   const blockLast = new Uint32Array(out.buffer, blocks * 8, blocks);
