@@ -5,7 +5,6 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Mppx, stripe } from 'mppx/client';
-import { build } from '../../generator/build.ts';
 import { localAddresses } from '../../generator/addresses.ts';
 import type { StoreSummary } from '../../generator/model.ts';
 import { CURRENT_FILE } from '../../contract/store-format.ts';
@@ -66,9 +65,17 @@ const STORE_SUMMARY = 'store-summary.json';
  */
 const REFS_BY_PRODUCT = 'refs-by-product.json';
 
+/**
+ * The generator, loaded only when a build is made: a suite that takes the cached fixture (nearly
+ * every run of nearly every service suite) does not parse the generator's modules (markdown-it,
+ * csv-parse, the emitters: ~0.45 MB of JavaScript) at start.
+ */
+const generator = () => import('../../generator/build.ts');
+
 /** Builds catalog-src (dist + unit store) into `root` with the generator's build(), and keeps its store summary and its refsByProduct. */
 async function buildInto(root: string): Promise<void> {
   const storeRoot = join(root, 'store');
+  const { build } = await generator();
   const r = await build({
     srcDir: CATALOG_SRC,
     outDir: join(root, 'dist'),
@@ -89,6 +96,7 @@ async function buildInto(root: string): Promise<void> {
 export async function buildFixtureFor(origin: string): Promise<Fixture> {
   const fx = await buildFixture();
   const store = JSON.parse(await readFile(join(fx.root, STORE_SUMMARY), 'utf8')) as StoreSummary;
+  const { build } = await generator();
   await build({ srcDir: CATALOG_SRC, outDir: fx.dist, storeRoot: fx.store, addresses: localAddresses(origin, 'https://publisher.example'), sourceDateEpoch: FIXTURE_EPOCH, store });
   return { ...fx, catalogue: JSON.parse(await readFile(join(fx.dist, 'v1/lds/_catalog'), 'utf8')) };
 }
