@@ -13,7 +13,8 @@
 // A store that does not open, a dist/ that does not load, or a dist/ built for other addresses than
 // the served ones (own-addresses.ts: a local build for another port would send this service's buyers
 // there) is refused (logged, counted in lds_release_refused_total) and not tried again until
-// CURRENT or dist/ changes again or SIGHUP.
+// CURRENT or dist/ changes again or SIGHUP; a new CURRENT beside a dist/ refused for itself is the
+// next build under way (its dist/ comes last) and waits for that dist/, uncounted.
 import { watch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
@@ -80,6 +81,12 @@ export class ReleaseSet {
   private checking: Promise<CheckOutcome> | null = null;
   private again: { force: boolean } | null = null;
   private refusedKey: string | null = null;
+  /**
+   * The dist/ of the last build refused for its dist/ (did not load, or built for other addresses).
+   * A build switches CURRENT first and dist/ last: a new CURRENT beside this dist/ is the next build
+   * under way (or a store published alone), not a second refused build (issue 50, item 14).
+   */
+  private refusedDist: string | null = null;
   private waitingKey: string | null = null;
   private watchers: FSWatcher[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -230,6 +237,13 @@ export class ReleaseSet {
     if (key === this.current.key) return 'unchanged';
     if (!force && key === this.refusedKey) return 'refused';
     if (!force && key === this.waitingKey) return 'waiting';
+    if (!force && dist === this.refusedDist) {
+      if (this.waitingKey !== key) {
+        this.waitingKey = key;
+        this.log.info({ store: version }, 'new unit store published beside the dist/ refused before; waiting for a new dist/ (still serving the current release)');
+      }
+      return 'waiting';
+    }
 
     let store: UnitStoreReader;
     try {
@@ -242,13 +256,13 @@ export class ReleaseSet {
       loaded = await loadDist(this.o.distDir);
     } catch (err) {
       await this.pool.release(version);
-      return this.refuse(key, 'dist', `${this.o.distDir} does not load`, err);
+      return this.refuse(key, 'dist', `${this.o.distDir} does not load`, err, dist);
     }
     // Before pairing with a store: a build for other addresses is refused whatever store it names.
     const moved = otherAddresses(this.current.catalogue, loaded.catalogue, { distDir: this.o.distDir, storeRoot: this.o.storeRoot });
     if (moved) {
       await this.pool.release(version);
-      return this.refuse(key, 'base_url', `the new build names other addresses than this service: ${moved}`);
+      return this.refuse(key, 'base_url', `the new build names other addresses than this service: ${moved}`, undefined, dist);
     }
     if (loaded.catalogue.store_version !== version) {
       await this.pool.release(version);
@@ -272,6 +286,7 @@ export class ReleaseSet {
     // Closed by the periodic check, or by this when there is none (LDS_RELEASE_CHECK_MS=0).
     setTimeout(() => this.closed || this.sweep(), this.o.quoteTtlSeconds * 1000 + 1500).unref();
     this.refusedKey = null;
+    this.refusedDist = null;
     this.waitingKey = null;
     this.o.metrics.releaseSwitched();
     this.publishMetrics();
@@ -282,8 +297,10 @@ export class ReleaseSet {
     return 'switched';
   }
 
-  private refuse(key: string, reason: ReleaseRefusal, what: string, err?: unknown): CheckOutcome {
+  /** `dist`: the identity of the dist/ refused, when the refusal is about dist/ itself. */
+  private refuse(key: string, reason: ReleaseRefusal, what: string, err?: unknown, dist?: string): CheckOutcome {
     this.refusedKey = key;
+    this.refusedDist = dist ?? null;
     this.o.metrics.releaseRefused(reason);
     const cause = err === undefined ? undefined : (err as Error).message ?? String(err);
     this.log.error({ reason, cause, serving_catalogue: this.current.catalogue.version, serving_store: this.current.storeVersion }, `new build refused: ${what}; still serving the current release (fix the build and publish again, or send SIGHUP to retry)`);
