@@ -63,8 +63,10 @@ export interface ServiceConfig {
   headersTimeoutMs: number;
   /** ... and the whole request, body included, within this time; else 408 and the connection closes. */
   requestTimeoutMs: number;
-  /** Bearer token of the operator endpoints (GET /metrics, the admin API): at least 32 bytes. */
+  /** Bearer token of the admin API (credits, refunds, revocations): at least 32 bytes. */
   operatorToken: string;
+  /** Bearer token of GET /metrics alone (the scraper's, read-only): at least 32 bytes, never the operator token in production. */
+  metricsToken: string;
   /** Ed25519 JWKs of signed receipts: the first signs, the rest are retired keys still published (payments/receipts.ts). */
   receiptKeys: unknown[];
   /** Where this instance appends every receipt it signs (payments/receipt-log.ts); unset: no log. */
@@ -105,6 +107,8 @@ export function decodeSecret(name: string, raw: string): Buffer {
 /** Reads a local secret, creating it (32 random bytes, hex, mode 0600) on first start; its folder is made owner-only. */
 /** The file under the secrets folder holding the operator token a local start generated (`lds admin` reads it too). */
 export const OPERATOR_TOKEN_FILE = 'operator.token';
+/** The file under the secrets folder holding the scrape token (GET /metrics) a local start generated. */
+export const METRICS_TOKEN_FILE = 'metrics.token';
 
 async function localSecret(dir: string, file: string): Promise<Buffer> {
   const path = join(dir, file);
@@ -224,6 +228,20 @@ export function pgTimeouts(env: NodeJS.ProcessEnv): { pgQueryTimeoutMs: number; 
   return { pgQueryTimeoutMs, pgStatementTimeoutMs };
 }
 
+/**
+ * The two operator credentials: the admin API's (moves money) and the scraper's (reads /metrics).
+ * Least privilege: a Prometheus server, its configuration and its backups hold only the second, so
+ * production refuses one token for both.
+ */
+async function operatorTokens(secret: (name: string, file: string) => Promise<Buffer>, production: boolean): Promise<{ operatorToken: string; metricsToken: string }> {
+  const operatorToken = (await secret('LDS_OPERATOR_TOKEN', OPERATOR_TOKEN_FILE)).toString('utf8').trim();
+  const metricsToken = (await secret('LDS_METRICS_TOKEN', METRICS_TOKEN_FILE)).toString('utf8').trim();
+  if (production && metricsToken === operatorToken) {
+    throw new ConfigError('LDS_METRICS_TOKEN must differ from LDS_OPERATOR_TOKEN: the scraper reads /metrics with it, and the operator token moves money (the admin API); generate another (openssl rand -hex 32)');
+  }
+  return { operatorToken, metricsToken };
+}
+
 export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Promise<ServiceConfig> {
   const production = env.NODE_ENV === 'production';
   const paths = dataPaths(env);
@@ -262,7 +280,7 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     // LDS_RATE_LIMIT_RPS=0 (rate limiting off) also turns the token limit off unless it is set itself.
     rateLimitTokenPerSecond: intSetting(env, 'LDS_RATE_LIMIT_TOKEN_RPS', env.LDS_RATE_LIMIT_RPS === '0' ? 0 : 20, 0),
     rateLimitTokenBurst: intSetting(env, 'LDS_RATE_LIMIT_TOKEN_BURST', 40, 1),
-    operatorToken: (await secret('LDS_OPERATOR_TOKEN', OPERATOR_TOKEN_FILE)).toString('utf8').trim(),
+    ...(await operatorTokens(secret, production)),
     trustProxy: env.LDS_TRUST_PROXY === 'true' || env.LDS_TRUST_PROXY === '1',
     logLevel: env.LOG_LEVEL || 'info',
     shutdownGraceMs: intSetting(env, 'LDS_SHUTDOWN_GRACE_MS', 10_000, 0),

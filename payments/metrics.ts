@@ -196,6 +196,12 @@ export function createMetrics(o: MetricsOptions): Metrics {
   const switches = new Counter({ name: 'lds_release_switches_total', help: 'Switches to a newly published build without a restart.', registers });
   const checks = new Counter({ name: 'lds_release_checks_total', help: 'Looks for a newly published build, by outcome: unchanged, switched, waiting (CURRENT and dist/ do not match yet), refused. A count that stops growing means the service no longer looks (LDS_RELEASE_CHECK_MS=0 looks on SIGHUP only).', labelNames: ['outcome'], registers });
   const refused = new Counter({ name: 'lds_release_refused_total', help: 'Published builds refused (the previous release kept serving), by reason: store (did not open), dist (did not load), base_url (moved).', labelNames: ['reason'], registers });
+  // The alert rules (deploy/prometheus/alerts.yml) ask for increase() of these: a series that first
+  // appears at 1 has no increase in Prometheus, so the first failed top-up or refused build of a
+  // process would never fire. Every outcome and reason is exported from the start, at 0.
+  for (const outcome of ['paid', 'repeated', 'challenged', 'refused', 'failed'] satisfies TopupOutcome[]) topups.labels({ outcome }).inc(0);
+  for (const reason of ['store', 'dist', 'base_url'] satisfies ReleaseRefusal[]) refused.labels({ reason }).inc(0);
+  for (const policy of ['addr', 'token'] as const) limited.labels({ policy }).inc(0);
   let readyProbe: (() => Promise<boolean>) | undefined;
   const ready = new Gauge({
     name: 'lds_ready',

@@ -175,7 +175,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     processor,
     rateLimit: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst, tokenPerSecond: config.rateLimitTokenPerSecond, tokenBurst: config.rateLimitTokenBurst },
     trustProxy: config.trustProxy,
-    ops: { metrics, operatorToken: config.operatorToken, readiness, versions: () => releases.versions() },
+    ops: { metrics, metricsToken: config.metricsToken, readiness, versions: () => releases.versions() },
     ...(opts.mount ? { mount: opts.mount } : {}),
   });
   const { server, inFlight } = httpServer(config, app.callback(), site, metrics, logger);

@@ -2,8 +2,10 @@
 // The shipped deployment (deploy/nginx/lds.conf) with the real nginx in front of two service
 // instances on one PostgreSQL ledger: nginx itself serves the published files with the build's
 // headers, the API reaches both instances, a whole purchase works through the proxy, the client's
-// own address reaches the instances (LDS_TRUST_PROXY) and cannot be spoofed, and with no instance
-// left the API answers a 503 problem while the catalogue is still served.
+// own address reaches the instances (LDS_TRUST_PROXY) and cannot be spoofed, the admin API is
+// answered only to the allow-list of ADJUST 4 (issue 52 item 3: a 403 problem from anywhere else,
+// the instances never see it), and with no instance left the API answers a 503 problem while the
+// catalogue is still served.
 import * as assert from 'uvu/assert';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,6 +20,8 @@ import { balanceOf, bearer, buildFixture, postJson, refsByProduct, topUp, type F
 
 const test = suiteNeeding('deploy-nginx.test.ts', [NGINX]);
 const PRODUCT = 'svc-health-eu';
+const OPERATOR = 'op-'.padEnd(64, 'k');
+const OPERATOR_ADDRESS = '127.0.0.5'; // the allow-list of ADJUST 4, in place of the shipped 127.0.0.1
 let fx: Fixture;
 let refs: string[];
 let inst: Instance[] = [];
@@ -30,7 +34,9 @@ function rendered(shipped: string, port: number, upstreams: string[], distDir: s
   const out = shipped
     .replace(/^ {4}server 127\.0\.0\.1:808\d .*\n(?: {4}server 127\.0\.0\.1:808\d .*\n)*/m, `${servers}\n`)
     .replace('listen 80;', `listen 127.0.0.1:${port};`)
-    .replaceAll('/srv/lds/dist', distDir);
+    .replaceAll('/srv/lds/dist', distDir)
+    .replace(/allow 127\.0\.0\.1; +# ADJUST 4/, `allow ${OPERATOR_ADDRESS};  # ADJUST 4`);
+  assert.ok(out.includes(`allow ${OPERATOR_ADDRESS};  # ADJUST 4`), 'the allow-list line was found and replaced');
   for (const u of upstreams) assert.ok(out.includes(`server ${u} `), 'the upstream block was found and replaced');
   assert.ok(out.includes(`listen 127.0.0.1:${port};`) && out.includes(`root ${distDir};`));
   return out;
@@ -46,6 +52,7 @@ test.before(async () => {
     LOG_LEVEL: 'info', // the access log shows which instance answered
     LDS_RATE_LIMIT_RPS: '1',
     LDS_RATE_LIMIT_BURST: '30',
+    LDS_OPERATOR_TOKEN: OPERATOR,
   };
   inst = await startInstances(fx, env, 2);
   const port = await freePort();
@@ -62,11 +69,16 @@ test.after(async () => {
 
 /** A request from a given loopback address (Linux routes all of 127/8 to lo). */
 function from(address: string) {
+  const ask = answerFrom(address);
+  return async (path: string, body: unknown, headers: Record<string, string> = {}) => (await ask(path, body, headers)).status;
+}
+
+/** The same, with the answer's body and content type. */
+function answerFrom(address: string) {
   const dispatcher = new Agent({ localAddress: address });
   return async (path: string, body: unknown, headers: Record<string, string> = {}) => {
     const r = await request(`${api}${path}`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-    await r.body.dump();
-    return r.statusCode;
+    return { status: r.statusCode, type: String(r.headers['content-type'] ?? ''), text: await r.body.text() };
   };
 }
 
@@ -111,6 +123,35 @@ test("the client's own address reaches the instances, and a forged X-Forwarded-F
   assert.ok(statuses.includes(429), `the noisy address was limited despite forged addresses: ${statuses.join(' ')}`);
   assert.ok(statuses.filter((s) => s === 402).length <= 70, 'at most the two instances\' bursts (plus refill) passed');
   assert.is(await from('127.0.0.4')('/lds/draw', { product_id: PRODUCT, units: [refs[0]] }), 402);
+});
+
+test('the admin API is answered only to the allow-list (ADJUST 4): a 403 problem elsewhere, even with the operator token', async () => {
+  const seen = () => inst.reduce((n, i) => n + accessLines(i).filter((l) => l.includes('/lds/admin/')).length, 0);
+  const adjust = (key: string) => ({ body: { balance_id: 'b'.repeat(64), direction: 'credit', amount: '1.00', reason: 'edge test' }, headers: { ...bearer(OPERATOR), 'idempotency-key': key } });
+  const before = seen();
+  for (const address of ['127.0.0.1', '127.0.0.3']) {
+    const a = adjust(`edge-${address}`);
+    const r = await answerFrom(address)('/lds/admin/adjustments', a.body, a.headers);
+    assert.is(r.status, 403, r.text);
+    assert.match(r.type, /^application\/problem\+json/);
+    const p = JSON.parse(r.text) as { status: number; type: string; detail: string };
+    assert.is(p.status, 403);
+    assert.match(p.type, /\/problems\/admin-address-refused$/);
+    assert.match(p.detail, /ADJUST 4/);
+  }
+  assert.is(seen(), before, 'no instance saw a refused admin request');
+  // From the allowed address it reaches an instance: the operator token is checked there (401
+  // without it), and with it the request is the instance's to judge (this balance does not exist).
+  const ok = answerFrom(OPERATOR_ADDRESS);
+  const noToken = await ok('/lds/admin/adjustments', adjust('edge-none').body, { 'idempotency-key': 'edge-none' });
+  assert.is(noToken.status, 401, noToken.text);
+  assert.match(noToken.text, /operator-token-required/);
+  const a = adjust('edge-allowed');
+  const withToken = await ok('/lds/admin/adjustments', a.body, a.headers);
+  assert.ok(withToken.status !== 403 && withToken.status !== 401 && withToken.status < 500, `${withToken.status} ${withToken.text}`);
+  assert.is(seen(), before + 2, 'both allowed requests reached an instance');
+  // The rest of the API is still open to everyone.
+  assert.is(await from('127.0.0.6')('/lds/draw', { product_id: PRODUCT, units: [refs[0]] }), 402);
 });
 
 test('with no instance left, the API answers a 503 problem and the catalogue is still served', async () => {

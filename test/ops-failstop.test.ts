@@ -147,7 +147,7 @@ if (BACKEND === 'level') {
     const pg: PgServer = await startEmbeddedPostgres();
     let srv: TestServer | undefined;
     try {
-      srv = await startTestServer(fx, { env: { LDS_LEDGER_URL: pg.url, LDS_PG_STATEMENT_TIMEOUT_MS: '2000', LDS_OPERATOR_TOKEN: 'o'.repeat(40) } });
+      srv = await startTestServer(fx, { env: { LDS_LEDGER_URL: pg.url, LDS_PG_STATEMENT_TIMEOUT_MS: '2000', LDS_METRICS_TOKEN: 'm'.repeat(40) } });
       const token = await topUp(srv.base, '5.00');
       const q = await quote(srv.base);
       assert.is((await readiness(srv.url)).status, 200);
@@ -164,7 +164,7 @@ if (BACKEND === 'level') {
       assert.is(bal.status, 503);
       await bal.arrayBuffer();
       assert.is((await fetch(`${srv.url}/healthz`)).status, 200, 'the process stays up');
-      const down = await (await fetch(`${srv.url}/metrics`, { headers: bearer('o'.repeat(40)) })).text();
+      const down = await (await fetch(`${srv.url}/metrics`, { headers: bearer('m'.repeat(40)) })).text();
       assert.match(down, /^lds_ready\{[^}]*\} 0$/m, 'a scrape sees the instance not ready');
 
       await pg.startOnly!();
@@ -173,7 +173,7 @@ if (BACKEND === 'level') {
       assert.is(again.status, 200, 'the pool reconnected by itself');
       assert.is(cents(await balanceOf(srv.base, token)), 500 - cents(q.body.amount));
       assert.equal(await srv.ledger.verify(), []);
-      const metrics = await (await fetch(`${srv.url}/metrics`, { headers: bearer('o'.repeat(40)) })).text();
+      const metrics = await (await fetch(`${srv.url}/metrics`, { headers: bearer('m'.repeat(40)) })).text();
       assert.match(metrics, /^lds_pg_unavailable_total\{[^}]*\} [1-9]/m, 'the outage is counted');
       assert.match(metrics, /^lds_ready\{[^}]*\} 1$/m, 'ready again');
     } finally {

@@ -1,8 +1,9 @@
 // @ledger-backends: level postgres  (test/run.ts runs this file once per ledger backend)
 // @tier: quick  (npm run test:quick: in-process, on LevelDB)
 // Issue 11, "Observe" and "Limits", over real HTTP on the real server: /healthz and /readyz answer
-// without the operator token and are never rate limited; /metrics needs the operator token (401
-// problem without it or with a wrong one, a balance token included) and its numbers MOVE as a buyer
+// without a token and are never rate limited; /metrics needs the scrape token LDS_METRICS_TOKEN (401
+// problem without it or with a wrong one, a balance token and the operator token included: issue 52
+// item 3, the scraper's credential must not move money) and its numbers MOVE as a buyer
 // tops up, is quoted and draws (asserted as before/after differences, per product and outcome);
 // nothing in it names a buyer. Rate limits answer 429 with Retry-After and the IETF RateLimit /
 // RateLimit-Policy headers, per balance token and per client address, and the refusals are counted.
@@ -20,6 +21,7 @@ import { bearer, buildFixture, cents, postJson, refsByProduct, startTestServer, 
 
 const PRODUCT = 'svc-energy-eu';
 const OPERATOR = randomBytes(32).toString('hex');
+const METRICS = randomBytes(32).toString('hex');
 let fx: Fixture;
 let srv: TestServer;
 let refs: string[];
@@ -27,7 +29,7 @@ let refs: string[];
 test.before(async () => {
   fx = await buildFixture();
   refs = (await refsByProduct(fx.store)).get(PRODUCT)!;
-  srv = await startTestServer(fx, { env: { LDS_OPERATOR_TOKEN: OPERATOR } });
+  srv = await startTestServer(fx, { env: { LDS_OPERATOR_TOKEN: OPERATOR, LDS_METRICS_TOKEN: METRICS } });
 });
 test.after(async () => {
   await srv?.close();
@@ -54,11 +56,11 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 async function startLimited(env: Record<string, string>): Promise<TestServer> {
   const store = await mkdtemp(join(fx.root, 'store-'));
   await cp(fx.store, store, { recursive: true });
-  return startTestServer(fx, { env: { LDS_OPERATOR_TOKEN: OPERATOR, LDS_STORE_DIR: store, ...env } });
+  return startTestServer(fx, { env: { LDS_OPERATOR_TOKEN: OPERATOR, LDS_METRICS_TOKEN: METRICS, LDS_STORE_DIR: store, ...env } });
 }
 
 async function scrape(server: TestServer = srv): Promise<string> {
-  const res = await fetch(`${server.url}/metrics`, { headers: bearer(OPERATOR) });
+  const res = await fetch(`${server.url}/metrics`, { headers: bearer(METRICS) });
   assert.is(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
   return res.text();
@@ -78,15 +80,15 @@ test('/healthz and /readyz answer without a token, with the checks', async () =>
   assert.is((await fetch(`${srv.url}/readyz`, { method: 'POST' })).status, 405);
 });
 
-test('/metrics: 401 problem without the operator token, with a wrong one, with a balance token', async () => {
+test('/metrics: 401 problem without the metrics token, with a wrong one, a balance token or the operator token', async () => {
   const token = await topUp(srv.base);
-  for (const headers of [{}, bearer(randomBytes(32).toString('hex')), bearer(token), { authorization: `Basic ${Buffer.from(`x:${OPERATOR}`).toString('base64')}` }, bearer(OPERATOR + 'x')]) {
+  for (const headers of [{}, bearer(randomBytes(32).toString('hex')), bearer(token), bearer(OPERATOR), { authorization: `Basic ${Buffer.from(`x:${METRICS}`).toString('base64')}` }, bearer(METRICS + 'x')]) {
     const res = await fetch(`${srv.url}/metrics`, { headers });
     assert.is(res.status, 401);
     assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
     assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer /);
     const p = (await res.json()) as any;
-    assert.is(p.type, PROBLEM_BASE + 'operator-token-required');
+    assert.is(p.type, PROBLEM_BASE + 'metrics-token-required');
     assert.not.match(JSON.stringify(p), /lds_bal_|# HELP/);
   }
   const ok = await scrape();

@@ -20,7 +20,7 @@ import { startInstance, stopInstance, type Instance } from './helpers/instances.
 import { copyBuild, metric, readyz, runBuildWith } from './helpers/releases.ts';
 import { buildFixture, postJson, type Fixture } from './helpers/service-harness.ts';
 
-const OPERATOR = randomBytes(32).toString('hex');
+const METRICS = randomBytes(32).toString('hex'); // the scrape token (GET /metrics)
 const SERVED = 'http://127.0.0.1:8080'; // the fixture's addresses (a local build)
 const OTHER = 'http://127.0.0.1:18411'; // the origin of the build that must be refused
 const NEW_PRODUCT = 'svc-epidemics-eu';
@@ -42,7 +42,7 @@ test.before(async () => {
   const product = { ...health, product_id: NEW_PRODUCT, slug: 'epidemics', title: 'EU Epidemics', tag: 'Epidemics', marker: 'facts:epidemics', asset_uri: `urn:x-lds:asset:${NEW_PRODUCT}` };
   await writeFile(join(v2Src, `products/${NEW_PRODUCT}.json`), JSON.stringify(product, null, 2) + '\n');
   await editJson(join(v2Src, 'catalogue.json'), (c) => c.agent_skill_order.push(NEW_PRODUCT));
-  inst = await startInstance(fx, { LDS_DIST_DIR: own.dist, LDS_STORE_DIR: own.store, LDS_RELEASE_CHECK_MS: '0', LDS_OPERATOR_TOKEN: OPERATOR, LOG_LEVEL: 'info' });
+  inst = await startInstance(fx, { LDS_DIST_DIR: own.dist, LDS_STORE_DIR: own.store, LDS_RELEASE_CHECK_MS: '0', LDS_METRICS_TOKEN: METRICS, LOG_LEVEL: 'info' });
   origin = new URL(inst.base).origin;
   v1 = (await readyz(inst.base)).body.catalogue_version!;
 });
@@ -89,7 +89,7 @@ test('a build for another origin is refused, naming both origins and the command
   assert.ok(refusal, `the build was refused, not served:\n${log}`);
   assert.match(refusal, `addressed for ${OTHER} (base_url ${OTHER}/v1) but this service serves ${SERVED} (base_url ${SERVED}/v1)`);
   assert.match(refusal, `Build for this service with: npx lds build --local ${SERVED} --out ${resolve(own.dist)} --store-root ${resolve(own.store)}`);
-  assert.is(await metric(inst.base, OPERATOR, 'lds_release_refused_total', { reason: 'base_url' }), 1);
+  assert.is(await metric(inst.base, METRICS, 'lds_release_refused_total', { reason: 'base_url' }), 1);
 
   // Buyers see this service's addresses and version, as before the build.
   const ready = await readyz(inst.base);
@@ -142,8 +142,8 @@ test('the build that command makes is switched to; metrics, MCP and A2A follow i
   // Metrics: the new product under its own id.
   const q = await postJson(`${origin}/v1/lds/draw`, { product_id: NEW_PRODUCT, query: 'covid', limit: 2 });
   assert.is(q.status, 402, await q.text());
-  assert.is(await metric(inst.base, OPERATOR, 'lds_quotes_total', { product: NEW_PRODUCT }), 1);
-  assert.is(await metric(inst.base, OPERATOR, 'lds_quotes_total', { product: 'other' }), 0);
+  assert.is(await metric(inst.base, METRICS, 'lds_quotes_total', { product: NEW_PRODUCT }), 1);
+  assert.is(await metric(inst.base, METRICS, 'lds_quotes_total', { product: 'other' }), 0);
 
   // MCP: the new release's bounds, advertised and applied.
   const after = await mcpClient(`${origin}/mcp`);

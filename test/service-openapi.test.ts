@@ -96,7 +96,7 @@ test('every problem type is the address of its page: served as HTML by the servi
   // The problems nginx answers itself (deploy/nginx/lds.conf) are pages of the production build.
   const prodBase = problemBase(JSON.parse(readFileSync(join(REPO, 'catalog-src/catalogue.json'), 'utf8')).addresses.docs_url);
   const edgeTypes = [...readFileSync(join(REPO, 'deploy/nginx/lds.conf'), 'utf8').matchAll(/"type":"([^"]+)"/g)].map((m) => m[1]!);
-  assert.is(edgeTypes.length, 2);
+  assert.is(edgeTypes.length, 3);
   for (const type of edgeTypes) assert.ok(PROBLEM_TYPES.some((t) => prodBase + t.slug === type), `deploy/nginx/lds.conf: ${type} is a documented type under ${prodBase}`);
   // The list of all of them, at the folder's address (a page linking each type; its Markdown at index.md).
   const index = await fetch(`${srv.url}${new URL(base).pathname}`);
@@ -128,7 +128,7 @@ test('every documented operation answers with a documented status and schema', a
     getSpecification: () => fetch(`${srv.base}/specification`),
     getHealth: () => fetch(`${srv.url}/healthz`),
     getReadiness: () => fetch(`${srv.url}/readyz`),
-    getMetrics: () => fetch(`${srv.url}/metrics`), // without the operator token: the 401 problem
+    getMetrics: () => fetch(`${srv.url}/metrics`), // without the metrics token: the 401 problem
     // Tokens and the admin API: refusals without credentials (the success answers are validated in service-money)
     rotateBalanceToken: () => fetch(`${srv.base}/lds/balance/token`, { method: 'POST' }),
     refundDraw: () => postJson(`${srv.base}/lds/admin/refunds`, { draw_id: 'x', reason: 'x' }, { 'idempotency-key': 'k' }),

@@ -23,7 +23,7 @@ import { balanceOf, bearer, buildFixture, postJson, refsByProduct, startTestServ
 import { PRODUCT, buildInto, centsOf, copyBuild, lastEcdcRefs, metric, readyz, releaseChecks, secondVersionSrc, waitReady } from './helpers/releases.ts';
 import { Progress } from './helpers/progress.ts';
 
-const OPERATOR = randomBytes(32).toString('hex');
+const METRICS = randomBytes(32).toString('hex'); // the scrape token (GET /metrics)
 const V2_PRICE_MICROS = 25_000; // v1: 10_000 (catalog-src)
 const DROPPED = 12; // the last ECDC rows, gone in v2
 
@@ -55,7 +55,7 @@ test.before(async () => {
     LDS_STORE_DIR: own.store,
     LDS_RELEASE_CHECK_MS: '250',
     LDS_QUOTE_TTL_SECONDS: '900',
-    LDS_OPERATOR_TOKEN: OPERATOR,
+    LDS_METRICS_TOKEN: METRICS,
     LOG_LEVEL: 'info',
   });
 });
@@ -193,9 +193,9 @@ test(`${BACKEND}: a new build published under load: new quotes switch within sec
 
   const spent = paid.reduce((s, p) => s + centsOf(p.q.amount), 0) + outstandingCents;
   assert.is(centsOf(await balanceOf(inst.base, token)), opening - spent);
-  assert.is(await metric(inst.base, OPERATOR, 'lds_release_switches_total'), 1);
-  assert.is(await metric(inst.base, OPERATOR, 'lds_releases_open'), 2, 'the previous release stays open for its quotes');
-  assert.is(await metric(inst.base, OPERATOR, 'lds_release_info', { store_version: v2.store_version, catalogue_version: v2.catalogue_version }), 1);
+  assert.is(await metric(inst.base, METRICS, 'lds_release_switches_total'), 1);
+  assert.is(await metric(inst.base, METRICS, 'lds_releases_open'), 2, 'the previous release stays open for its quotes');
+  assert.is(await metric(inst.base, METRICS, 'lds_release_info', { store_version: v2.store_version, catalogue_version: v2.catalogue_version }), 1);
 
   const v = await cliAsync(['ledger', 'verify', ...at(ledger)]);
   assert.is(v.code, 0, v.stderr + v.stdout);
@@ -211,7 +211,7 @@ async function setCurrent(version: string): Promise<void> {
 
 test(`${BACKEND}: a corrupt store named by CURRENT is refused; the serving version keeps serving (SIGHUP retries it)`, async () => {
   assert.ok(v2, 'runs after the publish test');
-  const refused = () => metric(inst.base, OPERATOR, 'lds_release_refused_total', { reason: 'store' });
+  const refused = () => metric(inst.base, METRICS, 'lds_release_refused_total', { reason: 'store' });
   const before = await refused();
   // A store folder whose LevelDB files are garbage (a copy that went wrong).
   const bad = 'store-deadbeef0000';
@@ -236,7 +236,7 @@ test(`${BACKEND}: a corrupt store named by CURRENT is refused; the serving versi
   assert.is((await pay(q, token)).status, 200);
 
   // Not retried every interval; SIGHUP retries it at once.
-  await releaseChecks(inst.base, OPERATOR, 2);
+  await releaseChecks(inst.base, METRICS, 2);
   assert.is(await refused(), before + 1, 'a refused build is not retried until something changes');
   inst.proc.kill('SIGHUP');
   const hup = Date.now() + 30_000;
@@ -246,8 +246,8 @@ test(`${BACKEND}: a corrupt store named by CURRENT is refused; the serving versi
 
   // CURRENT back on the serving store: nothing to switch.
   await setCurrent(v2.store_version);
-  await releaseChecks(inst.base, OPERATOR, 2);
-  assert.is(await metric(inst.base, OPERATOR, 'lds_release_switches_total'), 1);
+  await releaseChecks(inst.base, METRICS, 2);
+  assert.is(await metric(inst.base, METRICS, 'lds_release_switches_total'), 1);
   assert.is((await readyz(inst.base)).status, 200);
   assert.ok(inst.proc.exitCode === null, 'the service is still running');
 });

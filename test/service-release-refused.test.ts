@@ -16,7 +16,7 @@ import { CATALOG_SRC } from './helpers/build.ts';
 import { buildFixture, postJson, type Fixture } from './helpers/service-harness.ts';
 
 const OPERATOR = randomBytes(32).toString('hex');
-const METRICS = OPERATOR; // until /metrics takes its own token (issue 52 item 3)
+const METRICS = randomBytes(32).toString('hex'); // the scrape token: GET /metrics takes only it
 const SERVED = 'http://127.0.0.1:8080'; // the fixture's addresses (a local build)
 const OTHER = 'http://127.0.0.1:18412'; // a build for another port: refused (base_url)
 

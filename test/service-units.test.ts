@@ -89,10 +89,15 @@ test('config: defaults, secrets generated once with mode 0600, production rules'
   const again = await loadConfig({}, { LDS_VAR_DIR: v });
   assert.equal(again.quoteSecret, c.quoteSecret, 'a restart keeps the secret');
   assert.is((await readFile(join(v, 'secrets', 'mpp-secret.key'), 'utf8')).trim(), c.mppSecret);
-  // The operator token (GET /metrics) is generated the same way on a local start.
+  // The operator token (the admin API) and the scrape token (GET /metrics) are generated the same
+  // way on a local start: two different files, two different tokens (issue 52 item 3).
   assert.is((await readFile(join(v, 'secrets', 'operator.token'), 'utf8')).trim(), c.operatorToken.toString());
   assert.is((await stat(join(v, 'secrets', 'operator.token'))).mode & 0o777, 0o600);
   assert.equal(again.operatorToken, c.operatorToken);
+  assert.is((await readFile(join(v, 'secrets', 'metrics.token'), 'utf8')).trim(), c.metricsToken);
+  assert.is((await stat(join(v, 'secrets', 'metrics.token'))).mode & 0o777, 0o600);
+  assert.is(again.metricsToken, c.metricsToken);
+  assert.ok(c.metricsToken.length >= 32 && c.metricsToken !== c.operatorToken, 'two different generated tokens');
   // ... and `lds admin` finds it there without LDS_OPERATOR_TOKEN (it looked for operator-token, a file no start writes).
   assert.is(await operatorToken({ LDS_VAR_DIR: v }), c.operatorToken.toString());
   // Rate limits: per address and per balance token, 20/s with bursts of 40 each; RPS=0 turns both off.
@@ -113,10 +118,15 @@ test('config: defaults, secrets generated once with mode 0600, production rules'
   await rejects(() => loadConfig({}, { ...prod, STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'short', MPP_SECRET_KEY: 'm'.repeat(32) }), ConfigError);
   const secrets = { STRIPE_SECRET_KEY: 'sk_test_x', LDS_QUOTE_SECRET: 'q'.repeat(32), MPP_SECRET_KEY: 'm'.repeat(32) };
   await rejects(() => loadConfig({}, { ...prod, ...secrets }), /LDS_OPERATOR_TOKEN/);
-  await rejects(() => loadConfig({}, { ...prod, ...secrets, LDS_OPERATOR_TOKEN: 'o'.repeat(32) }), /LDS_RECEIPT_KEYS/);
-  await rejects(() => loadConfig({}, { ...prod, ...secrets, LDS_OPERATOR_TOKEN: 'o'.repeat(32), LDS_RECEIPT_KEYS: '[{"kty":"OKP","crv":"Ed25519","x":"abc"}]' }), /LDS_RECEIPT_KEYS/);
+  await rejects(() => loadConfig({}, { ...prod, ...secrets, LDS_OPERATOR_TOKEN: 'o'.repeat(32) }), /NODE_ENV=production requires LDS_METRICS_TOKEN/);
+  // Production: the scrape token must differ from the operator token (which moves money).
+  await rejects(() => loadConfig({}, { ...prod, ...secrets, LDS_OPERATOR_TOKEN: 'o'.repeat(32), LDS_METRICS_TOKEN: 'o'.repeat(32) }), /LDS_METRICS_TOKEN must differ from LDS_OPERATOR_TOKEN/);
+  const tokens = { LDS_OPERATOR_TOKEN: 'o'.repeat(32), LDS_METRICS_TOKEN: 's'.repeat(32) };
+  await rejects(() => loadConfig({}, { ...prod, ...secrets, ...tokens }), /LDS_RECEIPT_KEYS/);
+  await rejects(() => loadConfig({}, { ...prod, ...secrets, ...tokens, LDS_RECEIPT_KEYS: '[{"kty":"OKP","crv":"Ed25519","x":"abc"}]' }), /LDS_RECEIPT_KEYS/);
   const keys = JSON.stringify([generateReceiptKey()]);
-  const ok = await loadConfig({}, { ...prod, ...secrets, LDS_OPERATOR_TOKEN: 'o'.repeat(32), LDS_RECEIPT_KEYS: keys });
+  const ok = await loadConfig({}, { ...prod, ...secrets, ...tokens, LDS_RECEIPT_KEYS: keys });
+  assert.is(ok.metricsToken, 's'.repeat(32));
   assert.is(ok.processor, 'stripe');
   assert.equal(ok.receiptKeys, JSON.parse(keys));
   // Locally the operator token and the receipt key are generated once (mode 0600) and kept.

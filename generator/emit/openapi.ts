@@ -409,12 +409,12 @@ function opsPaths(origin: string): Record<string, unknown> {
       get: {
         operationId: 'getMetrics',
         tags: ['operations'],
-        summary: 'Prometheus metrics (operator token)',
+        summary: 'Prometheus metrics (metrics token)',
         description: 'Prometheus text exposition: requests and latency per route, quotes, paid draws, units and cents sold per product, top-ups by outcome, ledger commit latency and group-commit batch sizes, PostgreSQL pool use and retries, rate-limit refusals, process metrics. Never names a buyer or a token.',
-        security: [{ operatorToken: [] }],
+        security: [{ metricsToken: [] }],
         responses: {
           '200': { description: 'Metrics', content: { 'text/plain': { schema: { type: 'string' } } } },
-          '401': problemResponse('`operator-token-required`'),
+          '401': problemResponse('`metrics-token-required`'),
         },
       },
     },
@@ -745,7 +745,12 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
         operatorToken: {
           type: 'http',
           scheme: 'bearer',
-          description: 'The operator token (LDS_OPERATOR_TOKEN; on a local start generated once in var/secrets/operator.token): /metrics and the admin API; never a balance token.',
+          description: 'The operator token (LDS_OPERATOR_TOKEN; on a local start generated once in var/secrets/operator.token): the admin API only; never a balance token.',
+        },
+        metricsToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The scrape token (LDS_METRICS_TOKEN; on a local start generated once in var/secrets/metrics.token): GET /metrics only, read-only; production refuses the operator token for it.',
         },
         mpp: {
           type: 'http',

@@ -1,5 +1,6 @@
-// The operator token (LDS_OPERATOR_TOKEN): `Authorization: Bearer <token>` on the operator
-// endpoints (the admin API). Compared in constant time over SHA-256 digests, so neither the
+// The operator credentials, each `Authorization: Bearer <token>`: LDS_OPERATOR_TOKEN on the admin
+// API, LDS_METRICS_TOKEN on GET /metrics (payments/http/ops.ts) - two tokens, so the scraper's
+// cannot move money. Compared in constant time over SHA-256 digests, so neither the
 // length nor a prefix of the token leaks through timing; never logged.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
@@ -12,6 +13,11 @@ export function isOperator(authorization: string | undefined, operatorToken: str
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? '');
   if (!m || !operatorToken) return false;
   return timingSafeEqual(digest(m[1]), digest(operatorToken));
+}
+
+/** /metrics without the scrape token (LDS_METRICS_TOKEN); the operator token is not it. */
+export function metricsTokenRequired(): Problem {
+  return new Problem(401, 'metrics-token-required', 'Metrics token required', 'GET /metrics takes the scrape token: send `Authorization: Bearer <LDS_METRICS_TOKEN>` (the operator token is for the admin API only).');
 }
 
 export function operatorRequired(): Problem {

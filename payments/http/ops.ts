@@ -6,11 +6,12 @@
 //                 what is not ready otherwise; on PostgreSQL both name the server in use
 //                 (`ledger_server`: host:port, writable, standby);
 //   GET /metrics  Prometheus text (payments/metrics.ts), only with `Authorization: Bearer
-//                 <LDS_OPERATOR_TOKEN>`; 401 problem otherwise.
+//                 <LDS_METRICS_TOKEN>` (the scraper's read-only token; the operator token, which
+//                 moves money, is not accepted here); 401 problem otherwise.
 import type { Middleware } from 'koa';
 import type { Metrics } from '../metrics.ts';
 import { Problem } from '../problem.ts';
-import { isOperator, operatorRequired } from './operator.ts';
+import { isOperator, metricsTokenRequired } from './operator.ts';
 
 export const OPS_PATHS = { health: '/healthz', ready: '/readyz', metrics: '/metrics' } as const;
 
@@ -24,7 +25,8 @@ export interface Readiness {
 
 export interface OpsOptions {
   metrics: Metrics;
-  operatorToken: string;
+  /** LDS_METRICS_TOKEN: the only token GET /metrics takes. */
+  metricsToken: string;
   readiness: () => Promise<Readiness>;
   /** The release serving new quotes (it changes when a new build is published). */
   versions: () => { catalogue_version: string; store_version: string };
@@ -61,7 +63,7 @@ export function opsMiddleware(o: OpsOptions): Middleware {
       ctx.body = { status: 'ready', checks: r.checks, ...(r.ledger_server !== undefined ? { ledger_server: r.ledger_server } : {}), ...o.versions() };
       return;
     }
-    if (!isOperator(ctx.get('authorization'), o.operatorToken)) throw operatorRequired();
+    if (!isOperator(ctx.get('authorization'), o.metricsToken)) throw metricsTokenRequired();
     ctx.set('Content-Type', o.metrics.contentType);
     ctx.body = await o.metrics.text();
   }

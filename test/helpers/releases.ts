@@ -115,8 +115,8 @@ export async function waitReady(base: string, until: (r: Readyz) => boolean, ms 
 }
 
 /** The sum of the Prometheus samples of `name` carrying every label in `labels` (0 when none), from GET /metrics. */
-export async function metric(base: string, operatorToken: string, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const res = await fetch(`${new URL(base).origin}/metrics`, { headers: { authorization: `Bearer ${operatorToken}` } });
+export async function metric(base: string, metricsToken: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const res = await fetch(`${new URL(base).origin}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } });
   assert.is(res.status, 200);
   let sum = 0;
   for (const line of (await res.text()).split('\n')) {
@@ -131,10 +131,10 @@ export async function metric(base: string, operatorToken: string, name: string, 
  * Waits until the service has looked for a new build `n` more times (lds_release_checks_total):
  * what a test needs before it can say a check did not do something (switch, retry a refused build).
  */
-export async function releaseChecks(base: string, operatorToken: string, n: number, timeoutMs = 30_000): Promise<void> {
-  const start = await metric(base, operatorToken, 'lds_release_checks_total');
+export async function releaseChecks(base: string, metricsToken: string, n: number, timeoutMs = 30_000): Promise<void> {
+  const start = await metric(base, metricsToken, 'lds_release_checks_total');
   const deadline = Date.now() + timeoutMs;
-  while ((await metric(base, operatorToken, 'lds_release_checks_total')) < start + n) {
+  while ((await metric(base, metricsToken, 'lds_release_checks_total')) < start + n) {
     if (Date.now() > deadline) throw new Error(`the service did not look for a new build ${n} times within ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 50));
   }
