@@ -12,7 +12,11 @@ import { REPO } from './helpers/build.ts';
 import { documentationFiles, freshCopy, readDoc, runScript, testedBlocks } from './helpers/docs.ts';
 
 /** Files whose tested blocks another test file runs (and checks the results of). */
-const RUNNERS: Record<string, string> = { 'docs/publishing.md': 'test/publishing-guide.test.ts' };
+const RUNNERS: Record<string, string> = {
+  'docs/publishing.md': 'test/publishing-guide.test.ts',
+  // its systemd-analyze block; test/ops-alerts.test.ts runs its promtool block (and checks no other is left)
+  'docs/operations.md': 'test/ops-systemd.test.ts',
+};
 
 const withBlocks = documentationFiles().filter((f) => testedBlocks(readDoc(f)).length > 0);
 

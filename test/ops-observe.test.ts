@@ -176,13 +176,20 @@ test('20 concurrent paid draws: 20 sales, 20 debits timed; on LevelDB 20 changes
   }
 });
 
-test('deploy/grafana-dashboard.json charts only metrics the service exposes', async () => {
+test('deploy/grafana-dashboard.json and deploy/prometheus/alerts.yml name only metrics the service exposes', async () => {
   const dash = JSON.parse(readFileSync(join(REPO, 'deploy/grafana-dashboard.json'), 'utf8'));
   const exprs: string[] = dash.panels.flatMap((p: any) => (p.targets ?? []).map((t: any) => t.expr));
   assert.ok(exprs.length >= 15, 'the dashboard has its queries');
+  const ruleExprs = [...readFileSync(join(REPO, 'deploy/prometheus/alerts.yml'), 'utf8').matchAll(/^ +expr: (.*)$/gm)].map((m) => m[1]!);
+  assert.ok(ruleExprs.length >= 10, 'the alert rules have their expressions');
+  const metricsOf = (list: string[]) => new Set(list.flatMap((e) => [...e.matchAll(/\b(lds_\w+)/g)].map((m) => m[1]!.replace(/_(bucket|sum|count)$/, ''))));
   const exposed = new Set([...(await scrape()).matchAll(/^# TYPE (\w+) /gm)].map((m) => m[1]));
-  const used = new Set(exprs.flatMap((e) => [...e.matchAll(/\b(lds_\w+)/g)].map((m) => m[1]!.replace(/_(bucket|sum|count)$/, ''))));
-  for (const name of used) assert.ok(exposed.has(name), `${name} is exposed by GET /metrics`);
+  const used = metricsOf(exprs);
+  for (const name of [...used, ...metricsOf(ruleExprs)]) assert.ok(exposed.has(name), `${name} is exposed by GET /metrics`);
+  // The counters the rules watch with increase() are there from the start, at 0, for every outcome and reason.
+  const fresh = await scrape();
+  for (const reason of ['store', 'dist', 'base_url']) assert.match(fresh, new RegExp(`^lds_release_refused_total\\{reason="${reason}"[,}].* \\d+$`, 'm'));
+  assert.match(fresh, /^lds_topups_total\{outcome="failed"[,}].* \d+$/m);
   for (const name of ['lds_quotes_total', 'lds_paid_draws_total', 'lds_sold_cents_total', 'lds_topups_total', 'lds_ledger_commit_seconds', 'lds_ledger_group_commit_ops', 'lds_pg_pool_connections', 'lds_rate_limited_total', 'lds_ready']) {
     assert.ok(used.has(name), `the dashboard charts ${name}`);
   }

@@ -16,6 +16,10 @@ export const CHROMIUM: Program = { name: 'Chromium', names: ['chromium', 'chromi
 export const CURL: Program = { name: 'curl', names: ['curl'], dirs: [], install: 'apt-get update && apt-get install -y curl' };
 
 /** util-linux (in every Debian system): `unshare -n` runs a command with no network but its own loopback. */
+/** systemd's unit checker (Debian's systemd package; no running systemd needed): test/ops-systemd. */
+export const SYSTEMD_ANALYZE: Program = { name: 'systemd-analyze', names: ['systemd-analyze'], dirs: ['/usr/bin', '/bin'], install: 'apt-get update && apt-get install -y systemd' };
+/** Prometheus's rule checker and rule unit-test runner (Debian's prometheus package): test/ops-alerts. */
+export const PROMTOOL: Program = { name: 'promtool', names: ['promtool'], dirs: ['/usr/bin'], install: 'apt-get update && apt-get install -y prometheus' };
 export const UNSHARE: Program = { name: 'unshare', names: ['unshare'], dirs: ['/usr/bin'], install: 'apt-get update && apt-get install -y util-linux' };
 
 /**
