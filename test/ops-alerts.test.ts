@@ -41,7 +41,7 @@ test('docs/operations.md, "Alert rules": promtool check rules and promtool test 
   const script = blocks[0]!.replaceAll('promtool ', `${programPath(PROMTOOL)} `);
   const r = spawnSync('sh', ['-e', '-c', script], { cwd: REPO, encoding: 'utf8' });
   assert.is(r.status, 0, r.stdout + r.stderr);
-  assert.match(r.stdout, /SUCCESS: 13 rules found/);
+  assert.match(r.stdout, `SUCCESS: ${rules().length} rules found`);
   assert.match(r.stdout + r.stderr, /Unit Testing: +deploy\/prometheus\/alerts\.test\.yml\s+SUCCESS/);
 });
 
