@@ -119,9 +119,13 @@ test("the client's own address reaches the instances, and a forged X-Forwarded-F
   // instances keying on nginx's address (no LDS_TRUST_PROXY), the second address would be refused too.
   const noisy = from('127.0.0.3');
   const statuses: number[] = [];
+  const t0 = Date.now();
   for (let i = 0; i < 100; i++) statuses.push(await noisy('/lds/draw', { product_id: PRODUCT, units: [refs[0]] }, { 'x-forwarded-for': `198.51.100.${i}` }));
+  const seconds = Math.ceil((Date.now() - t0) / 1000);
   assert.ok(statuses.includes(429), `the noisy address was limited despite forged addresses: ${statuses.join(' ')}`);
-  assert.ok(statuses.filter((s) => s === 402).length <= 70, 'at most the two instances\' bursts (plus refill) passed');
+  // Two bursts of 30 and each instance's refill of 1/s while they ran (a loaded machine sends them slower).
+  const passed = statuses.filter((s) => s === 402).length;
+  assert.ok(passed <= 60 + 2 * seconds + 2, `at most the two instances' bursts plus refill passed: ${passed} in ${seconds} s`);
   assert.is(await from('127.0.0.4')('/lds/draw', { product_id: PRODUCT, units: [refs[0]] }), 402);
 });
 
