@@ -10,7 +10,6 @@
 //   with title, description, licence, publisher, themes, keywords and distributions with access
 //   URLs and formats;
 // - the whole catalogue says what the per-product documents say (every triple of each is in it).
-import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -25,9 +24,11 @@ import { emitDcatCatalogue } from '../generator/emit/dcat-catalogue.ts';
 import { EMITTERS } from '../generator/emit/index.ts';
 import type { EmitContext, OutputFile } from '../generator/emit/types.ts';
 import { REPO } from './helpers/build.ts';
+import { PYTHON_RDFLIB, locate, suiteNeeding } from './helpers/programs.ts';
 import { buildContext, describeResults, jsonldToQuads, shaclResultsOfQuads, type ShaclResult } from './helpers/conformance.ts';
 
-const PYTHON = process.env.LDS_PYTHON ?? '/usr/bin/python3';
+const test = suiteNeeding('conformance-dcat-catalogue', [PYTHON_RDFLIB]);
+const PYTHON = (locate(PYTHON_RDFLIB) as { path?: string }).path ?? '/usr/bin/python3';
 const DCAT = 'http://www.w3.org/ns/dcat#';
 const violations = (rs: ShaclResult[]) => rs.filter((r) => r.severity === 'Violation');
 const key = (q: Quad) => `${q.subject.termType === 'BlankNode' ? '_' : q.subject.value} ${q.predicate.value} ${q.object.termType === 'BlankNode' ? '_' : q.object.termType === 'Literal' ? JSON.stringify([q.object.value, (q.object as any).language, (q.object as any).datatype?.value]) : q.object.value}`;
