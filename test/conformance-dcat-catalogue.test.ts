@@ -194,4 +194,15 @@ test('content negotiation: Accept picks the file (q-values, wildcards), nothing 
   assert.equal(RDF_SERIALISATIONS.map((x) => x.suffix), ['.jsonld', '.ttl', '.rdf']);
 });
 
+test('docs/hosting.md names every file with its media type, the negotiated address and the harvester settings', () => {
+  const guide = readFileSync(join(REPO, 'docs', 'hosting.md'), 'utf8');
+  for (const x of RDF_SERIALISATIONS) {
+    assert.ok(guide.includes(`| \`{base_url}/dcat/catalog${x.suffix}\` | \`${x.mediaType}\` |`), `${x.suffix} and ${x.mediaType}`);
+    assert.ok(guide.includes(`\`v1/dcat/catalog${x.suffix}\``), `${x.suffix} in the table of published paths`);
+  }
+  assert.ok(guide.includes('`{base_url}/dcat/catalog` | 303 See Other'));
+  // The CKAN settings the guide gives: ckanext-dcat's plugin, profile and harvester configuration key.
+  for (const claim of ['dcat_rdf_harvester', 'euro_dcat_ap_3', '{"rdf_format":"text/turtle"}']) assert.ok(guide.includes(claim), claim);
+});
+
 test.run();

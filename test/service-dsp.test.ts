@@ -6,11 +6,13 @@
 // DCAT-AP catalogue (303 to the file Accept prefers).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv2019 from 'ajv/dist/2019.js';
 import { buildFixture, postJson, startTestServer, type Fixture, type TestServer } from './helpers/service-harness.ts';
 import { CONFORMANCE } from './helpers/conformance.ts';
+import { REPO } from './helpers/build.ts';
 
 const DSP = 'https://w3id.org/dspace/2025/1/context.jsonld';
 const SCHEMAS = ['common/context-schema.json', 'common/protocol-version-schema.json', 'negotiation/contract-schema.json', 'catalog/dataset-schema.json', 'catalog/catalog-schema.json', 'catalog/catalog-request-message-schema.json', 'catalog/catalog-error-schema.json'];
@@ -140,6 +142,23 @@ test('GET /v1/dcat/catalog: 303 to the serialisation Accept prefers, Vary: Accep
   const none = await fetch(`${srv.base}/dcat/catalog`, { redirect: 'manual', headers: { accept: 'text/html' } });
   assert.is(none.status, 406);
   assert.is((await none.json()).field, 'Accept');
+});
+
+test('docs/dataspaces.md: its curl commands run as written against the service (origin replaced), every answer valid', async () => {
+  const guide = readFileSync(join(REPO, 'docs', 'dataspaces.md'), 'utf8');
+  const block = /```sh\n([\s\S]*?)```/.exec(guide)![1]!;
+  const commands = block.replace(/\\\n\s*/g, '').split('\n').filter((l) => l.startsWith('curl '));
+  assert.is(commands.length, 3);
+  const schemas = ['common/protocol-version-schema.json', 'catalog/catalog-schema.json', 'catalog/dataset-schema.json'];
+  for (const [i, command] of commands.entries()) {
+    assert.ok(command.includes('http://127.0.0.1:8080/'), command);
+    const r = spawnSync('bash', ['-c', command.replaceAll('http://127.0.0.1:8080', origin)], { encoding: 'utf8' });
+    assert.is(r.status, 0, `${command}: ${r.stderr}`);
+    valid(schemas[i]!, JSON.parse(r.stdout));
+  }
+  // The guide's claims about the answers: the version entry as printed, the offer's parts.
+  assert.ok(guide.includes(JSON.stringify((await (await fetch(`${origin}/.well-known/dspace-version`)).json()))), 'the version metadata as the guide prints it');
+  for (const claim of ['odrl:payAmount', 'odrl:compensate', '`/mcp`', '`/v1/a2a`', 'POST /v1/lds/draw', '16 KiB']) assert.ok(guide.includes(claim), claim);
 });
 
 test('rate limited like every API route (per client address), with an Authorization header ignored', async () => {
