@@ -82,17 +82,18 @@ test('registered; three files at v1/dcat/catalog.{jsonld,ttl,rdf} with their med
 });
 
 for (const which of ['production addresses, zero counts', 'local addresses, made-up counts'] as const) {
-  test(`0 SHACL violations in each serialisation, each read by a parser that did not write it (${which})`, async () => {
+  test(`0 SHACL violations${which.startsWith('local') ? ' in each serialisation, each read by a parser that did not write it' : ' (JSON-LD)'} (${which})`, async () => {
     const c = which.startsWith('production') ? prod : local;
     const fs = files(c);
     const base = `${c.addresses.base_url}/dcat/catalog`;
-    const readings: [string, Quad[]][] = [
-      ['JSON-LD (jsonld)', await jsonldToQuads(JSON.parse(fs.get('v1/dcat/catalog.jsonld')!.body))],
-      ['Turtle (n3)', new Parser({ baseIRI: base }).parse(fs.get('v1/dcat/catalog.ttl')!.body)],
-      ['RDF/XML (rdfxml-streaming-parser)', await rdfXmlQuads(fs.get('v1/dcat/catalog.rdf')!.body, base)],
-    ];
-    // rdflib's reading of the RDF/XML once (its graphs are isomorphic to these: the test below).
-    if (c === local) readings.push(['RDF/XML (rdflib, as N-Triples)', new Parser({ format: 'N-Triples' }).parse(rdflib(fs).ntriples)]);
+    const readings: [string, Quad[]][] = [['JSON-LD (jsonld)', await jsonldToQuads(JSON.parse(fs.get('v1/dcat/catalog.jsonld')!.body))]];
+    // The other readings once (the two contexts differ in addresses and counts, not in form); rdflib
+    // reads the RDF/XML too (its three graphs are isomorphic: the test below).
+    if (c === local) {
+      readings.push(['Turtle (n3)', new Parser({ baseIRI: base }).parse(fs.get('v1/dcat/catalog.ttl')!.body)]);
+      readings.push(['RDF/XML (rdfxml-streaming-parser)', await rdfXmlQuads(fs.get('v1/dcat/catalog.rdf')!.body, base)]);
+      readings.push(['RDF/XML (rdflib, as N-Triples)', new Parser({ format: 'N-Triples' }).parse(rdflib(fs).ntriples)]);
+    }
     const counts = new Set(readings.map(([, q]) => q.length));
     assert.is(counts.size, 1, `the readings differ in size: ${readings.map(([n, q]) => `${n} ${q.length}`).join(', ')}`);
     for (const [name, quads] of readings) {
