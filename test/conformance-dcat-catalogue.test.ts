@@ -206,4 +206,20 @@ test('docs/hosting.md names every file with its media type, the negotiated addre
   for (const claim of ['dcat_rdf_harvester', 'euro_dcat_ap_3', '{"rdf_format":"text/turtle"}']) assert.ok(guide.includes(claim), claim);
 });
 
+test('found from the site: every page links the three files (<link rel="alternate">), llms.txt lists them and the DSP version', () => {
+  const all = new Map(EMITTERS.flatMap((e) => e(prod)).map((f) => [f.path, f.body]));
+  const base = `${prod.addresses.base_url}/dcat/catalog`;
+  const home = all.get('index.html')!;
+  const llms = all.get('llms.txt')!;
+  for (const x of RDF_SERIALISATIONS) {
+    assert.ok(home.includes(`<link rel="alternate" type="${x.mediaType}" href="${base}${x.suffix}"`), `home page links ${x.suffix}`);
+    assert.ok(llms.includes(`(${base}${x.suffix})`), `llms.txt lists ${x.suffix}`);
+    assert.ok(all.has(`v1/dcat/catalog${x.suffix}`), `${x.suffix} is published`);
+  }
+  assert.ok(llms.includes(`(${new URL(base).origin}/.well-known/dspace-version)`), 'llms.txt names the DSP version metadata');
+  const pages = [...all.keys()].filter((p) => p.endsWith('.html'));
+  assert.ok(pages.length > 14);
+  for (const p of pages) assert.ok(all.get(p)!.includes(`href="${base}.ttl"`), `${p} links the Turtle`);
+});
+
 test.run();
