@@ -1,7 +1,8 @@
 // The whole catalogue in DCAT-AP, one document in three RDF serialisations: where the build
 // publishes it and how a request for the one negotiated address picks a file. The generator writes
-// the files and the web-server rules from this list; the service answers the negotiated address
-// with it; so every form negotiates the same way.
+// the files and the web-server rules from this list and the service answers the negotiated address
+// with it, so every form offers the same files. The service weighs q-values (negotiateRdf); the
+// web-server rules go by which type Accept names (generator/emit/negotiation-rules.ts).
 //
 // The negotiated address is `{base_url}/dcat/catalog` (the per-product documents live below it, at
 // `{base_url}/dcat/catalog/{product_id}`); each serialisation is a file beside it with its suffix.
