@@ -35,6 +35,7 @@ export const PROBLEM_TYPES: readonly ProblemType[] = [
   p('no-matching-units', 404, 'the query matched no unit of the product', "Try other words (the product's `example_query` shows one that matches), or another product."),
   p('not-found', 404, 'no such document', 'Check the address; the well-known index (/.well-known/api-catalog) and the OpenAPI document list every one.'),
   p('method-not-allowed', 405, 'the path exists but not with this method', 'Use the method the OpenAPI document gives for this path (`Allow` lists them).'),
+  p('not-acceptable', 406, 'the whole catalogue (`/v1/dcat/catalog`) is published as JSON-LD, Turtle and RDF/XML, and the `Accept` header names none of them', 'Send `Accept: application/ld+json`, `text/turtle` or `application/rdf+xml` (or none), or fetch one of the files `/v1/dcat/catalog.jsonld`, `.ttl`, `.rdf` directly.'),
   p('request-timeout', 408, "the request (headers and body) was not received within the server's request timeout; the connection is closed", 'Send the whole request at once, on a new connection.'),
   p('quote-paid-by-another-balance', 409, 'the quote was already paid from a different balance', 'Ask for a new quote (the same request without quote_id) and pay that one.'),
   p('body-too-large', 413, 'the request body is larger than the service accepts (the OpenAPI document says how large a body may be)', 'Send a smaller body: fewer units per draw (split them over several draws).'),

@@ -60,12 +60,23 @@ for (const local of [false, true]) {
   });
 
   test(`${label}: names all 14 DCAT descriptions (describedby, JSON-LD)`, () => {
-    const described = links(doc).filter(([, r]) => r === 'describedby').map(([, , t]) => t);
+    // Issue 51: the whole catalogue's three files come first; the per-product descriptions carry product_id.
+    const described = links(doc).filter(([, r, t]) => r === 'describedby' && t.product_id).map(([, , t]) => t);
     assert.equal(described.map((t) => t.href).sort(), SPEC_2_7.map((p) => `${ctx.addresses.base_url}/dcat/catalog/${p.id}`).sort());
     for (const t of described) assert.is(t.type, 'application/ld+json');
     assert.equal(described.map((t) => t.href).sort(), ctx.catalogue.products.map((p) => p.dcat_url).sort());
   });
 }
+
+test('issue 51: the whole DCAT-AP catalogue (one link per serialisation) and the DSP version metadata are linked', async () => {
+  const ctx = await buildContext();
+  const doc = JSON.parse(emitLinkset(ctx)[0].body);
+  const all = links(doc);
+  const base = `${ctx.addresses.base_url}/dcat/catalog`;
+  const whole = all.filter(([, r, t]) => r === 'describedby' && !t.product_id).map(([, , t]) => [t.href, t.type]);
+  assert.equal(whole, [[`${base}.jsonld`, 'application/ld+json'], [`${base}.ttl`, 'text/turtle'], [`${base}.rdf`, 'application/rdf+xml']]);
+  assert.ok(all.some(([, r, t]) => r === 'service-meta' && t.href === `${new URL(ctx.addresses.base_url).origin}/.well-known/dspace-version`), 'DSP version metadata');
+});
 
 test('the schema accepts the shipped example and rejects a broken linkset', () => {
   assert.ok(validate(readConformanceJson('rfc9727/svc-catalog.example.json')), errors());

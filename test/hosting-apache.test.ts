@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { tempDir } from './helpers/build.ts';
-import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkNotFound, checkPrecompressed, previewStops, type Site } from './helpers/hosting-checks.ts';
+import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkNegotiatedCatalogue, checkNotFound, checkPrecompressed, previewStops, type Site } from './helpers/hosting-checks.ts';
 import { startPreview, type Preview } from './helpers/preview.ts';
 import { failLoudly, freePort, parseHeadersFile } from './helpers/nginx.ts';
 import { slotPort } from './helpers/http.ts';
@@ -54,6 +54,8 @@ test('the hosting files and the variants at their own URLs are not served', () =
 test('folder URLs of the index pages are served', () => checkFolders(site));
 
 test('every path the build did not publish answers 404 with the build\'s problem document', () => checkNotFound(site));
+
+test('issue 51: the whole DCAT-AP catalogue is negotiated (303 to the file Accept names, Vary: Accept)', () => checkNegotiatedCatalogue(site));
 
 test('lds publish: a client holding v1\'s ETag gets v2 after the publish, no request fails during the switch, --rollback brings v1 back', async () => {
   const port = await freePort();

@@ -13,7 +13,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { BuildResult } from '../generator/build.ts';
 import { cliAsync, tempDir } from './helpers/build.ts';
-import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkNotFound, checkPrecompressed, fileFor, header, previewStops, type Site } from './helpers/hosting-checks.ts';
+import { checkConditional, checkFolders, checkHidden, checkListedPaths, checkNegotiatedCatalogue, checkNotFound, checkPrecompressed, fileFor, header, previewStops, type Site } from './helpers/hosting-checks.ts';
 import { buildFor, failLoudly, parseHeadersFile, startNginxWith, type Nginx } from './helpers/nginx.ts';
 import { slotPort } from './helpers/http.ts';
 import { startPreview, type Preview } from './helpers/preview.ts';
@@ -83,6 +83,8 @@ test('the build writes .gz and .br beside the documents; nginx sends the .gz to 
 test('the hosting files are not served', () => checkHidden(site));
 
 test('every path the build did not publish answers 404 with the build\'s problem document', () => checkNotFound(site));
+
+test('issue 51: the whole DCAT-AP catalogue is negotiated (303 to the file Accept names, Vary: Accept)', () => checkNegotiatedCatalogue(site));
 
 test('folder URLs of the index pages are served', () => checkFolders(site));
 

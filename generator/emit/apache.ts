@@ -20,6 +20,7 @@
 import { HOSTING_DIRS } from './compress.ts';
 import { headerOf, type HostedPath, type NotFound } from './hosted-paths.ts';
 import { hostForPort, safeConfigPath } from './hosting-paths.ts';
+import { apacheNegotiation } from './negotiation-rules.ts';
 
 const regex = (s: string) => s.replace(/[.*+?^${}()|[\]\\/-]/g, (c) => `\\${c}`);
 const quoted = (s: string) => `"${s.replace(/(["\\])/g, '\\$1')}"`;
@@ -50,6 +51,7 @@ export function apacheInclude(version: string, paths: HostedPath[], notFound: No
     `# The hosting rules themselves, and the variants at their own URLs.`,
     `RewriteRule ^/(_headers$|(${HOSTING_DIRS.join('|')})(/|$)) - [R=404,L]`,
     `RewriteRule \\.(gz|br)$ - [R=404,L]`,
+    ...apacheNegotiation(paths),
   ];
   for (const p of paths) {
     const url = `^${regex(p.urlPath)}$`;

@@ -18,6 +18,7 @@
 import { HOSTING_DIRS } from './compress.ts';
 import { headerOf, type HostedPath, type NotFound } from './hosted-paths.ts';
 import { hostForPort, safeConfigPath } from './hosting-paths.ts';
+import { caddyNegotiation } from './negotiation-rules.ts';
 import type { Coding } from './types.ts';
 
 const quoted = (s: string) => `"${s.replace(/(["\\])/g, '\\$1')}"`;
@@ -44,6 +45,7 @@ export function caddySnippet(version: string, paths: HostedPath[], notFound: Not
     `route {`,
     `\t@lds_hidden path_regexp ^/(_headers$|(${HOSTING_DIRS.join('|')})(/|$))|\\.(gz|br)$`,
     `\terror @lds_hidden 404`,
+    ...caddyNegotiation(paths),
   ];
   const fresh = `^"${regex(version)}(gzip|br)?"$`;
   paths.forEach((p, i) => {

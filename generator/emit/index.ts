@@ -2,6 +2,8 @@
 // from the list of files the others produce (see headers.ts), so they are not listed here.
 import { emitCatalogue } from './catalogue.ts';
 import { emitDcat } from './dcat.ts';
+import { emitDcatCatalogue } from './dcat-catalogue.ts';
+import { emitDsp } from './dsp.ts';
 import { emitAgentCard } from './agent-card.ts';
 import { emitLinkset } from './linkset.ts';
 import { emitDocs } from './docs.ts';
@@ -14,6 +16,8 @@ import type { Emitter } from './types.ts';
 export const EMITTERS: Emitter[] = [
   emitCatalogue,
   emitDcat,
+  emitDcatCatalogue,
+  emitDsp,
   emitAgentCard,
   emitLinkset,
   emitDocs,

@@ -6,7 +6,7 @@
 import { a2aUrl, origin } from '../addresses.ts';
 import { dcatUrl } from '../catalog.ts';
 import { agentCardUrl } from './agent-card.ts';
-import { machineDocuments } from './site.ts';
+import { machineDocuments, siteUrls } from './site.ts';
 import { type EmitContext, type Emitter, LINKSET_TYPE, jsonBody } from './types.ts';
 
 export const API_CATALOG_PATH = '.well-known/api-catalog';
@@ -48,17 +48,24 @@ export function linkset(ctx: EmitContext): { linkset: LinkContext[] } {
           { href: `${a.base_url}/lds/_catalog`, type: 'application/json', title: 'Catalogue snapshot (live counts and prices)' },
           { href: agentCardUrl(ctx), type: 'application/json', title: 'A2A Agent Card (protocolVersion 0.3.0)' },
           { href: `${host}/.well-known/jwks.json`, type: 'application/jwk-set+json', title: 'Public keys of signed receipts (JWKS; Ed25519, by kid)' },
+          // Where a data-space connector starts: the Dataspace Protocol's version metadata.
+          { href: siteUrls(ctx).dspVersion, type: 'application/json', title: 'Dataspace Protocol 2025-1 version metadata (catalog protocol, HTTPS binding)' },
         ],
         license: [
           { href: lic.deed_url, title: lic.title },
           { href: lic.iri, title: `${lic.spdx} (EU licence vocabulary)` },
         ],
-        describedby: ordered.map((id) => ({
+        // The whole catalogue in DCAT-AP (one file per serialisation), then each product's description.
+        describedby: [
+          ...siteUrls(ctx).dcatCatalogueFiles.map((f) => ({ href: f.url, type: f.type, title: `${s.title}: every product (DCAT-AP 3.0.1)` })),
+          ...ordered.map((id) => ({
           href: dcatUrl(a, id),
           type: 'application/ld+json',
           title: byId.get(id)!.title,
           product_id: [id],
-        })),
+          })),
+        ],
+
       },
     ],
   };

@@ -6,6 +6,7 @@
 import { HOSTING_DIRS } from './compress.ts';
 import { headerOf, type HostedPath, type NotFound } from './hosted-paths.ts';
 import { hostForPort, safeConfigPath } from './hosting-paths.ts';
+import { nginxNegotiation } from './negotiation-rules.ts';
 
 const q = (s: string) => `"${s.replace(/(["\\$])/g, '\\$1')}"`;
 
@@ -39,6 +40,7 @@ export function nginxInclude(version: string, paths: HostedPath[], notFound: Not
     `  return 404 '${notFound.body}';`,
     `}`,
   ];
+  lines.push(...nginxNegotiation(paths));
   const bare = version.replace(/[^A-Za-z0-9_-]/g, (c) => `\\${c}`);
   for (const p of paths) {
     lines.push(`location = ${p.urlPath} {`);

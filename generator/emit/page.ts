@@ -62,6 +62,7 @@ export function page(ctx: EmitContext, o: { title: string; description: string; 
 <meta name="generator" content="lds catalogue build ${esc(ctx.version)}">
 <link rel="alternate" type="application/json" href="${esc(u.catalogue)}" title="Catalogue (JSON)">
 <link rel="alternate" type="text/markdown" href="${esc(u.docsMarkdown)}" title="Documentation (Markdown)">
+${u.dcatCatalogueFiles.map((f) => `<link rel="alternate" type="${esc(f.type)}" href="${esc(f.url)}" title="DCAT-AP catalogue">`).join('\n')}
 <style>${CSS}</style>
 </head>
 <body>

@@ -1,6 +1,7 @@
 // The public addresses of the site, in one place for the pages for people (html.ts) and the
 // documentation (docs.ts). Every URL derives from the build's addresses; the fixed paths follow
 // DESIGN.md section 5 (the documents the other emitters write there).
+import { RDF_CATALOGUE_PATH, RDF_SERIALISATIONS } from '../../contract/rdf-catalogue.ts';
 import type { EmitContext } from './types.ts';
 import { distPath } from './types.ts';
 
@@ -18,6 +19,10 @@ export interface SiteUrls {
   home: string; // index.html
   catalogue: string;
   dcat: (productId: string) => string;
+  /** The whole catalogue in DCAT-AP: the negotiated address, and one file per serialisation. */
+  dcatCatalogue: string;
+  dcatCatalogueFiles: { url: string; type: string }[];
+  dspVersion: string;
   agentCard: string;
   machineIndex: string;
   apiCatalog: string;
@@ -60,6 +65,9 @@ export function siteUrls(ctx: EmitContext): SiteUrls {
     home: `${origin}/`,
     catalogue: `${a.base_url}/lds/_catalog`,
     dcat: (id) => `${a.base_url}/dcat/catalog/${id}`,
+    dcatCatalogue: `${a.base_url}${RDF_CATALOGUE_PATH}`,
+    dcatCatalogueFiles: RDF_SERIALISATIONS.map((x) => ({ url: `${a.base_url}${RDF_CATALOGUE_PATH}${x.suffix}`, type: x.mediaType })),
+    dspVersion: `${origin}/.well-known/dspace-version`,
     agentCard: `${origin}/.well-known/agent-card.json`,
     machineIndex: `${origin}/.well-known/svc-catalog.json`,
     apiCatalog: `${origin}/.well-known/api-catalog`,
@@ -84,6 +92,13 @@ export function machineDocuments(ctx: EmitContext): SiteLink[] {
   return [
     { label: 'Catalogue (JSON)', url: u.catalogue, type: 'application/json', what: 'all products with live counts, prices, licences and health' },
     { label: 'DCAT-AP descriptions', url: u.dcat('{product_id}'), type: 'application/ld+json', what: 'one DCAT-AP 3.0.1 JSON-LD description per product', template: true },
+    ...u.dcatCatalogueFiles.map((f, i) => ({
+      label: `DCAT-AP catalogue (${['JSON-LD', 'Turtle', 'RDF/XML'][i] ?? f.type})`,
+      url: f.url,
+      type: f.type,
+      what: `every product in one DCAT-AP 3.0.1 catalogue, for data portals (${u.dcatCatalogue} answers the one Accept asks for)`,
+    })),
+    { label: 'Dataspace Protocol version', url: u.dspVersion, type: 'application/json', what: 'DSP 2025-1 version metadata: where a data-space connector asks for the catalog (POST /catalog/request)' },
     { label: 'Agent card (A2A)', url: u.agentCard, type: 'application/json', what: 'A2A 0.3.0 agent description, one skill per product' },
     { label: 'Machine index (RFC 9727 linkset)', url: u.machineIndex, type: 'application/linkset+json', what: 'links to every document and endpoint of the service' },
     { label: 'OpenAPI specification', url: u.openapi, type: 'application/json', what: 'OpenAPI 3.1 of every endpoint, with request and response schemas' },

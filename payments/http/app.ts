@@ -3,7 +3,8 @@
 //
 //   problems + access log + request metrics -> operator endpoints (/healthz, /readyz, /metrics; not
 //   rate limited) -> static dist/ (GET/HEAD of published paths; not rate limited, a CDN could serve
-//   them) -> rate limit per client address and per balance token -> API routes -> mounted adapters
+//   them) -> rate limit per client address and per balance token -> DSP catalog and the negotiated
+//   DCAT-AP catalogue (dsp.ts) -> API routes -> mounted adapters
 //   -> 404/405.
 //
 // Every refusal is an RFC 9457 problem; anything unexpected is a logged 500 without internals.
@@ -24,6 +25,7 @@ import { jwksMiddleware } from './jwks.ts';
 import type { RequestValidator } from './openapi-validate.ts';
 import { opsMiddleware, type OpsOptions } from './ops.ts';
 import { rateLimitMiddleware } from './ratelimit.ts';
+import { dspMiddleware } from './dsp.ts';
 import { staticMiddleware, type StaticSite } from './static.ts';
 
 export type { AppDrawService };
@@ -118,6 +120,8 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
   app.use(staticMiddleware(o.site));
   app.use(jwksMiddleware(o.receipts));
   app.use(rateLimit(o));
+  // The DSP catalog and the negotiated address of the whole DCAT-AP catalogue: public, rate limited per address.
+  app.use(dspMiddleware({ site: o.site, basePath, docsUrl: catalogue.docs_url }));
   app.use(drawFastPath);
   app.use(router.routes());
   // Whatever passes the router unmatched is for the adapters: their paths are a fixed set.

@@ -101,7 +101,12 @@ const local = (iri: string) => iri.replace(/^.*[#/]/, '');
  * file, each on its own. Returns every result, violations and warnings alike.
  */
 export async function shaclResults(doc: object, shapes: string[] = DCAT_SHAPES): Promise<ShaclResult[]> {
-  const data = rdf.dataset([...(await jsonldToQuads(doc)), ...turtleQuads('dcat-ap/vocab-stubs.ttl')] as any);
+  return shaclResultsOfQuads(await jsonldToQuads(doc), shapes);
+}
+
+/** The same for quads read from any serialisation (Turtle, RDF/XML, N-Triples). */
+export async function shaclResultsOfQuads(quads: Quad[], shapes: string[] = DCAT_SHAPES): Promise<ShaclResult[]> {
+  const data = rdf.dataset([...quads, ...turtleQuads('dcat-ap/vocab-stubs.ttl')] as any);
   const out: ShaclResult[] = [];
   for (const rel of shapes) {
     // Validators are reused: validateAll() starts a fresh report on every call.

@@ -71,6 +71,31 @@ export async function checkListedPaths(site: Site): Promise<void> {
   }
 }
 
+/**
+ * Issue 51: the whole DCAT-AP catalogue's negotiated address answers 303 to the file the Accept
+ * header names (Turtle, then RDF/XML, else JSON-LD), with Vary: Accept, as the service does; each
+ * file is a listed path (checkListedPaths checks its type and bytes).
+ */
+export async function checkNegotiatedCatalogue(site: Site): Promise<void> {
+  const jsonld = site.rules.find((r) => r.path.endsWith('/dcat/catalog.jsonld'));
+  assert.ok(jsonld, 'the build lists the whole catalogue');
+  const address = jsonld!.path.slice(0, -'.jsonld'.length);
+  for (const [accept, suffix] of [
+    [undefined, '.jsonld'],
+    ['*/*', '.jsonld'],
+    ['application/ld+json', '.jsonld'],
+    ['text/turtle', '.ttl'],
+    ['text/turtle;q=0.9, */*;q=0.1', '.ttl'],
+    ['application/rdf+xml', '.rdf'],
+    ['APPLICATION/RDF+XML', '.rdf'],
+  ] as const) {
+    const res = await rawGet(site.origin + address, accept ? { Accept: accept } : {});
+    assert.is(res.status, 303, `${address} Accept ${accept}: status`);
+    assert.is(new URL(String(res.headers.location), site.origin + address).pathname, `${address}${suffix}`, `${address} Accept ${accept}: Location`);
+    assert.match(String(res.headers.vary), /Accept(?!-)/, `${address} Accept ${accept}: Vary`);
+  }
+}
+
 export async function checkConditional(site: Site): Promise<void> {
   for (const r of site.rules) {
     const res = await rawGet(site.origin + r.path, { 'If-None-Match': `"${site.version}"` });

@@ -3,6 +3,7 @@
 // never fails for that. CI sets LDS_REQUIRE_PROGRAMS=1 (.ci/run), which turns a missing program
 // into a failure, so CI never skips. Point NGINX_BIN or CHROMIUM_BIN at a path that does not exist
 // to see the skip on a machine that has them.
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, test, type Test } from 'uvu';
@@ -39,6 +40,21 @@ function debianPostgresBins(): string[] {
     .map((d) => join(root, d, 'bin'));
 }
 
+/**
+ * Debian's python3-rdflib: the independent RDF library that reads the whole DCAT-AP catalogue
+ * (test/helpers/rdf_harvest.py). Debian's own python3 in /usr/bin (another python on PATH, e.g.
+ * pyenv's, does not see Debian's packages); `probe` says whether that python imports rdflib.
+ */
+export const PYTHON_RDFLIB: Program & { probe: string[] } = {
+  name: 'python3-rdflib',
+  names: ['python3'],
+  dirs: ['/usr/bin'],
+  onPath: false,
+  env: 'LDS_PYTHON',
+  install: 'apt-get update && apt-get install -y python3-rdflib',
+  probe: ['-c', 'import rdflib'],
+};
+
 /** The flag .ci/run sets. */
 export const REQUIRE_PROGRAMS = 'LDS_REQUIRE_PROGRAMS';
 
@@ -58,7 +74,11 @@ function skippedSuite(): Test {
 export function suiteNeeding(name: string, programs: Program[]): Test {
   const missing = programs.flatMap((p) => {
     const found = locate(p);
-    return 'missing' in found ? [whyMissing(p, found.missing)] : [];
+    if ('missing' in found) return [whyMissing(p, found.missing)];
+    // A program that is there may still lack what the suite needs of it (python3 without rdflib).
+    const probe = (p as { probe?: string[] }).probe;
+    if (probe && spawnSync(found.path, probe, { stdio: 'ignore' }).status !== 0) return [whyMissing(p, `${found.path} ${probe.join(' ')} fails`)];
+    return [];
   });
   if (missing.length === 0) return test;
   const reason = missing.join('; ');
