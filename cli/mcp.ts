@@ -264,9 +264,9 @@ export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; std
     async () => {
       try {
         const { readFile } = await import('node:fs/promises');
-        const { report, against, warning } = await checkJournal(await readFile(journal, 'utf8'), {});
-        const text = `${plural(report.verified, 'receipt')} verified against ${against}; ${report.invalid.length} not verified (${report.invalid.map((b) => `line ${b.line}: ${b.reason}`).join('; ') || 'none'}); ${plural(report.drawsPaid, 'paid draw')}, ${report.spent} EUR${warning ? `. Warning: ${warning}` : ''}`;
-        return result(text, { verified: report.verified, invalid: report.invalid, draws_paid: report.drawsPaid, spent: report.spent, against, ...(warning ? { warning } : {}) }, report.invalid.length > 0);
+        const { report, against, warning, trust } = await checkJournal(await readFile(journal, 'utf8'), {});
+        const text = `${plural(report.verified, 'receipt')} verified against ${against}; ${report.invalid.length} not verified (${report.invalid.map((b) => `line ${b.line}: ${b.reason}`).join('; ') || 'none'}); ${plural(report.drawsPaid, 'paid draw')}, ${report.spent} EUR${trust ? ` (${trust})` : ''}${warning ? `. Warning: ${warning}` : ''}`;
+        return result(text, { verified: report.verified, invalid: report.invalid, draws_paid: report.drawsPaid, spent: report.spent, against, ...(trust ? { trust } : {}), ...(warning ? { warning } : {}) }, report.invalid.length > 0);
       } catch (err) {
         return failure(err);
       }

@@ -41,8 +41,10 @@ export interface JournalCheck {
   report: JournalReport;
   /** what the receipts were checked against, in words */
   against: string;
-  /** set when only the journal's own keys could be used: why that proves little */
+  /** set when only the journal's own keys could be used, or the journal names several services: why that proves little */
   warning?: string;
+  /** what the live check trusts, in words (absent with pinned keys or a saved JWKS) */
+  trust?: string;
 }
 
 /**
@@ -54,6 +56,7 @@ export interface JournalCheck {
 export async function checkJournal(text: string, o: { jwks?: string; pin?: string[]; offline?: boolean }): Promise<JournalCheck> {
   let keysFor: ((e: { base_url?: string }) => Jwks | undefined) | undefined;
   let against: string;
+  let trust: string | undefined;
   const unreachable: string[] = [];
   if (o.jwks) {
     let jwks: Jwks;
@@ -82,7 +85,8 @@ export async function checkJournal(text: string, o: { jwks?: string; pin?: strin
     keysFor = (e) => live.get(e.base_url ? new URL(e.base_url).origin : ''); // undefined: the journal's own keys
     against = unreachable.length
       ? "the service's live JWKS where it answered, otherwise only the keys recorded in the journal"
-      : `the keys each line's host serves now (${origins.map((x) => `${x}/.well-known/jwks.json`).join(', ') || 'no service named in the journal'}), trusted as served: pin them (--pin KID) for evidence`;
+      : `the service's live JWKS (${origins.map((x) => `${x}/.well-known/jwks.json`).join(', ') || 'no service named in the journal'})`;
+    trust = "the live check trusts whatever keys the host each line's base_url names serves now, as it serves them; for evidence, pin the service's keys (--pin KID) or give its saved JWKS (--jwks)";
   }
   const report = verifyJournal(text, { ...(keysFor ? { keysFor } : {}), ...(o.pin?.length ? { pinned: o.pin } : {}) });
   const warnings: string[] = [];
@@ -94,12 +98,13 @@ export async function checkJournal(text: string, o: { jwks?: string; pin?: strin
     warnings.push(
       `checked only against keys recorded in the journal itself${unreachable.length ? `: ${unreachable.join('; ')}` : ''}. That shows the receipts match the journal's own keys, not that the service signed them: a journal rewritten with a key of its own passes this check. Run it where the service answers, give its JWKS (--jwks), or pin its key (--pin KID)`,
     );
-  return { report, against, ...(warnings.length ? { warning: warnings.join('. Also: ') } : {}) };
+  return { report, against, ...(trust ? { trust } : {}), ...(warnings.length ? { warning: warnings.join('. Also: ') } : {}) };
 }
 
 export async function runReceiptsVerify(file: string, o: { jwks?: string; pin?: string[]; offline?: boolean; json?: boolean }, io: BuyerIo): Promise<void> {
-  const { report, against, warning } = await checkJournal(await readJournal(file), o);
-  if (o.json) io.stdout(JSON.stringify({ ...report, against, ...(warning ? { warning } : {}) }));
+  const { report, against, warning, trust } = await checkJournal(await readJournal(file), o);
+  if (o.json) io.stdout(JSON.stringify({ ...report, against, ...(trust ? { trust } : {}), ...(warning ? { warning } : {}) }));
+  if (trust && !o.json) io.stderr(`note: ${trust}`);
   for (const bad of report.invalid) io.stderr(`${file}:${bad.line}: ${bad.kind} ${bad.id} NOT verified: ${bad.reason}`);
   for (const n of report.unreadable) io.stderr(`${file}:${n}: not a JSON line`);
   if (warning) io.stderr(`warning: ${warning}`);

@@ -18,7 +18,7 @@ import { NetworkError, PolicyRefusal, ReceiptError, ServiceProblem, LdsError } f
 import { Journal, type JournalEntry } from './journal.ts';
 import { DAY_MS, checkDayBudget, checkDraw, checkTopup, parsePolicy, type CentsPolicy, type SpendingPolicy } from './policy.ts';
 import { redactDeep, tokenRedactor } from './redact.ts';
-import { networkReason, sendWithRetry, type RetryEnv, type RetryOptions } from './retry.ts';
+import { networkReason, retryAfterMs, sendWithRetry, type RetryEnv, type RetryOptions } from './retry.ts';
 import type { DrawReceipt, DrawRequestBody, PaidDraw, Quote, StatementLine, TopupResult, Discovery } from './types.ts';
 import { TOPUP_MINIMUM_CENTS, drawBoundsOf, drawFieldLengthsOf, type DrawBounds, type DrawFieldLengths } from '../contract/limits.ts';
 
@@ -441,8 +441,23 @@ export class LdsClient {
     // service answers a credited challenge again, without crediting twice).
     const env = this.env;
     const retry = this.o.retry;
-    const retryingFetch: typeof globalThis.fetch = (input, init) =>
-      sendWithRetry({ url: typeof input === 'string' ? input : input instanceof URL ? input.href : input.url, init: (init ?? {}) as RequestInit & { body?: string }, idempotent: true }, env, retry);
+    // A credential the service is processing already (here or at another instance, e.g. a resend
+    // that raced the first send) is answered 409 topup-in-progress with Retry-After: the money may be
+    // moving, so that is no outcome. The same credential is sent again until one comes (200, or a
+    // final refusal), for as long as the service's claim on it can last.
+    const retryingFetch: typeof globalThis.fetch = async (input, init) => {
+      const req = { url: typeof input === 'string' ? input : input instanceof URL ? input.href : input.url, init: (init ?? {}) as RequestInit & { body?: string }, idempotent: true };
+      const started = this.now();
+      for (;;) {
+        const res = await sendWithRetry(req, env, retry);
+        if (res.status !== 409 || !(await isInProgress(res))) return res;
+        const waitMs = (retryAfterMs(res.headers.get('retry-after')) ?? 2000) + Math.round(env.random() * 250);
+        if (this.now() - started + waitMs > IN_PROGRESS_PATIENCE_MS) return res;
+        await res.arrayBuffer().catch(() => undefined);
+        this.progress(`the service is processing this top-up's payment already: asking for its outcome again in ${(waitMs / 1000).toFixed(1)} s`);
+        await env.sleep(waitMs);
+      }
+    };
     const url = `${this.baseUrl}/lds/balance/topup`;
     this.progress(`topping up ${formatCents(cents)} EUR`);
     let res: Response;
@@ -543,4 +558,20 @@ function refuseRedirect(what: string, res: Response, redact: (s: string) => stri
     /* shown as sent */
   }
   throw new LdsError(`${what}: the service answered HTTP ${res.status}, a redirect to ${redact(where)}; API calls do not follow redirects to another origin (the token and any payment stay with the service named), so nothing was sent there`);
+}
+
+/**
+ * How long a top-up keeps asking about a credential the service is processing: longer than the
+ * service's claim on one (60 s, past its processor's 20 s timeout), so the answer is an outcome.
+ */
+const IN_PROGRESS_PATIENCE_MS = 90_000;
+
+/** Whether a 409 is `topup-in-progress` (read from a copy: the caller may still read the body). */
+async function isInProgress(res: Response): Promise<boolean> {
+  try {
+    const p = (await res.clone().json()) as { type?: unknown };
+    return typeof p.type === 'string' && /(^|\/)topup-in-progress$/.test(p.type);
+  } catch {
+    return false;
+  }
 }
