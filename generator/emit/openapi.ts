@@ -641,7 +641,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
               headers: { 'WWW-Authenticate': { schema: { type: 'string' }, example: TOPUP_CHALLENGE_EXAMPLE } },
               content: jsonContent('Problem', 'application/problem+json'),
             },
-            '409': problemResponse('`topup-already-credited` (see the replay rule above) or `topup-in-progress`'),
+            '409': problemResponse('`topup-already-credited` (see the replay rule above) or `topup-in-progress`: the same credential is being processed right now, at this or another instance of the service; resend it after `Retry-After` seconds to learn the outcome'),
             '413': problemResponse('`body-too-large`'),
             '415': problemResponse('`unsupported-media-type`'),
             ...commonProblems,
