@@ -145,7 +145,7 @@ export async function runBuy(o: BuyOptions, io: BuyerIo): Promise<void> {
   try {
     io.stderr(`quoting ${o.product}…`);
     const quote = await client.quote({ product_id: o.product, ...(o.query !== undefined ? { query: o.query } : { units: o.unit }), ...(limit !== undefined ? { limit } : {}) });
-    io.stderr(`quote ${quote.quote_id}: ${quote.unit_count} unit${quote.unit_count === 1 ? '' : 's'}, ${quote.amount} ${quote.currency}`);
+    io.stderr(`quote ${shortId(quote.quote_id)}: ${quote.unit_count} unit${quote.unit_count === 1 ? '' : 's'}, ${quote.amount} ${quote.currency}`);
     const paid = await client.pay(quote);
     const r = paid.receipt;
     const kid = r.signature.kid;
@@ -160,6 +160,11 @@ export async function runBuy(o: BuyOptions, io: BuyerIo): Promise<void> {
   } finally {
     await client.close();
   }
+}
+
+/** A quote id shortened for a person to read (issued ones are ~300 characters): its start and end; the journal keeps it whole. */
+export function shortId(id: string): string {
+  return id.length <= 24 ? id : `${id.slice(0, 12)}…${id.slice(-8)}`;
 }
 
 export async function runBalance(o: CommonOptions, io: BuyerIo): Promise<void> {

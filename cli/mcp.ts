@@ -17,8 +17,8 @@ import * as z from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { LdsClient, LdsError, PolicyRefusal, formatCents, parseAmountCents, type Quote } from 'lds-catalogue-client';
-import { BuyCliError, checkBaseUrl, defaultJournal, readToken } from './buy.ts';
+import { DRAW_BOUNDS, LdsClient, LdsError, PolicyRefusal, STATEMENT_PAGE, formatCents, parseAmountCents, type DrawBounds, type Quote } from 'lds-catalogue-client';
+import { BuyCliError, checkBaseUrl, defaultJournal, readToken, shortId } from './buy.ts';
 import { checkJournal } from './receipts.ts';
 import { TOKEN_ENV } from './topup.ts';
 
@@ -34,6 +34,32 @@ export interface McpCliOptions {
 /** Quotes this server made, by id, so buy_draw pays exactly the quote the model was shown. */
 const QUOTES_KEPT = 100;
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** One argument for a POSIX shell: as is when it holds only safe characters, else in single quotes. */
+export function shellQuote(arg: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The `lds buy` a person runs to approve a quote themselves, as an argv and as one shell line with
+ * every argument quoted: the query and unit references come from the model (or a prompt injected
+ * into it) and from the service, so none may be read by the shell as code, nor as another option
+ * (each value is given in the --flag=value form).
+ */
+export function approvalCommand(baseUrl: string, quote: Pick<Quote, 'product_id' | 'units' | 'query' | 'limit'>, max: string): { argv: string[]; line: string } {
+  const argv = ['lds', 'buy', `--base-url=${baseUrl}`, `--product=${quote.product_id}`];
+  if (quote.units) argv.push(...quote.units.map((u) => `--unit=${u}`));
+  else argv.push(`--query=${quote.query ?? ''}`, ...(quote.limit !== undefined ? [`--limit=${quote.limit}`] : []));
+  argv.push(`--max=${max}`);
+  return { argv, line: argv.map(shellQuote).join(' ') };
+}
+
+/** The bounds of the service's draw requests, as its OpenAPI document states them. */
+type ToolBounds = DrawBounds & { productId: number; unitRef: number; quoteId: number };
+/** Assumed only when the service's document cannot be read at start (the service checks its own anyway). */
+const ASSUMED_BOUNDS: ToolBounds = { ...DRAW_BOUNDS, defaultLimit: 10, productId: 64, unitRef: 200, quoteId: 512 };
+
 const result = (text: string, structured: Record<string, unknown>, isError = false): CallToolResult => ({
   content: [{ type: 'text', text }],
   structuredContent: structured,
@@ -47,12 +73,13 @@ const failure = (err: unknown): CallToolResult => {
   throw err;
 };
 
-const drawRequest = {
-  product_id: z.string().min(1).max(100).describe('the product, e.g. svc-agriculture-eu (find_products lists them)'),
-  query: z.string().min(1).max(500).optional().describe('full-text query selecting the units (with limit)'),
-  limit: z.number().int().min(1).max(1000).optional().describe('most units the query draws'),
-  units: z.array(z.string().min(1).max(300)).min(1).max(1000).optional().describe('unit references, instead of a query'),
-};
+/** A draw request's fields, bounded as the service bounds them (its OpenAPI document). */
+const drawRequestOf = (b: ToolBounds) => ({
+  product_id: z.string().min(1).max(b.productId).describe('the product, e.g. svc-agriculture-eu (find_products lists them)'),
+  query: z.string().min(1).max(b.maxQueryChars).optional().describe(`full-text query selecting the units (with limit), at most ${b.maxQueryChars} characters`),
+  limit: z.number().int().min(1).max(b.maxLimit).optional().describe(`most units the query draws (1 to ${b.maxLimit}, default ${b.defaultLimit})`),
+  units: z.array(z.string().min(1).max(b.unitRef)).min(1).max(b.maxUnitItems).optional().describe(`unit references, instead of a query (1 to ${b.maxUnits} distinct)`),
+});
 
 export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; stderr: (line: string) => void }): Promise<void> {
   checkBaseUrl(o.baseUrl);
@@ -72,7 +99,7 @@ export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; std
   const approve = async (quote: Quote): Promise<boolean> => {
     if (!server.server.getClientCapabilities()?.elicitation) return false;
     const answer = await server.server.elicitInput({
-      message: `Pay ${quote.amount} ${quote.currency} from your LDS balance for ${quote.unit_count} unit${quote.unit_count === 1 ? '' : 's'} of ${quote.product_id} (quote ${quote.quote_id})? It is above your approval threshold of ${o.approveAbove} EUR.`,
+      message: `Pay ${quote.amount} ${quote.currency} from your LDS balance for ${plural(quote.unit_count, 'unit')} of ${quote.product_id} (quote ${shortId(quote.quote_id)})? It is above your approval threshold of ${o.approveAbove} EUR.`,
       requestedSchema: { type: 'object', properties: { approve: { type: 'boolean', title: 'Pay', description: `Pay ${quote.amount} ${quote.currency}` } }, required: ['approve'] },
     });
     return answer.action === 'accept' && answer.content?.approve === true;
@@ -84,12 +111,32 @@ export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; std
     policy: { maxPerDraw: o.max, maxPerDay: o.maxPerDay, ...(o.approveAbove ? { approveAbove: o.approveAbove, approve } : {}) },
     onProgress: log,
   });
+  // Every tool bound is the service's own: read from its OpenAPI document once, at start.
+  let bounds: ToolBounds;
+  try {
+    bounds = await client.drawBounds();
+  } catch (err) {
+    bounds = ASSUMED_BOUNDS;
+    log(`the service's bounds could not be read (${(err as Error).message}); the tools assume the published defaults (limit 1 to ${bounds.maxLimit}, query at most ${bounds.maxQueryChars} characters) and the service checks its own`);
+  }
+  const drawRequest = drawRequestOf(bounds);
   const noToken = () => result(`no balance token is configured for this MCP server: the person sets ${TOKEN_ENV} or --token-file in the agent host's configuration (it is never a tool argument); nothing was paid`, { status: 'error', error: 'no-token', paid: false }, true);
 
   const quotes = new Map<string, Quote>();
-  const keep = (q: Quote) => {
+  /** Keeps a quote the service made for buy_draw: in memory, and in the journal for any `lds mcp` sharing it (a restarted one too). */
+  const keep = async (q: Quote) => {
     quotes.set(q.quote_id, q);
     if (quotes.size > QUOTES_KEPT) quotes.delete(quotes.keys().next().value!);
+    const { pay_with: _p, how_to_pay: _h, topup_url: _t, breakdown: _b, ...kept } = q;
+    await client.journal.append({ kind: 'quote', base_url: client.baseUrl, quote_id: q.quote_id, quote: kept });
+  };
+  /** A quote made by this or another `lds mcp` process for this service, from memory or the shared journal. */
+  const known = async (id: string): Promise<Quote | undefined> => {
+    if (quotes.has(id)) return quotes.get(id);
+    await client.journal.refresh();
+    const entries = client.journal.entries;
+    for (let i = entries.length - 1; i >= 0; i--) if (entries[i]!.kind === 'quote' && entries[i]!.quote_id === id && entries[i]!.base_url === client.baseUrl) return entries[i]!.quote as Quote;
+    return undefined;
   };
 
   server.registerTool(
@@ -107,7 +154,7 @@ export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; std
           .filter((p) => words.every((w) => `${p.product_id} ${p.title} ${p.description} ${p.tag} ${p.sectoral_ds} ${(p.keywords ?? []).join(' ')}`.toLowerCase().includes(w)))
           .slice(0, limit ?? 20)
           .map((p) => ({ product_id: p.product_id, title: p.title, description: p.description, live_unit_count: p.live_unit_count, draw_unit_price: p.pricing.draw_unit_price, draw_minimum_charge: p.pricing.draw_minimum_charge, currency: p.pricing.currency, health: p._health.rollup, example_query: p.example_query.query }));
-        return result(found.length ? found.map((p) => `${p.product_id}: ${p.title} (${p.live_unit_count} units, ${p.draw_unit_price} EUR a unit)`).join('\n') : 'no product matches', { products: found, catalogue_version: catalogue.version });
+        return result(found.length ? found.map((p) => `${p.product_id}: ${p.title} (${plural(p.live_unit_count, 'unit')}, ${p.draw_unit_price} EUR a unit)`).join('\n') : 'no product matches', { products: found, catalogue_version: catalogue.version });
       } catch (err) {
         return failure(err);
       }
@@ -125,10 +172,10 @@ export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; std
       if (!req.query === !req.units) return result('give exactly one of query and units', { status: 'error', error: 'bad-arguments' }, true);
       try {
         const q = await client.quote(req);
-        keep(q);
+        await keep(q);
         const cents = parseAmountCents(q.amount)!;
         const policy = cents > parseAmountCents(o.max!)! ? `over the per-draw limit of ${o.max} EUR: buy_draw will refuse it` : o.approveAbove && cents > parseAmountCents(o.approveAbove)! ? `above the approval threshold of ${o.approveAbove} EUR: the person must approve it` : 'within the per-draw limit';
-        return result(`quote ${q.quote_id}: ${q.unit_count} units of ${q.product_id} for ${q.amount} ${q.currency}, valid until ${q.expires_at}; ${policy}`, { quote_id: q.quote_id, product_id: q.product_id, unit_count: q.unit_count, amount: q.amount, currency: q.currency, expires_at: q.expires_at, resolved_units: q.resolved_units, policy });
+        return result(`quote ${q.quote_id}: ${plural(q.unit_count, 'unit')} of ${q.product_id} for ${q.amount} ${q.currency}, valid until ${q.expires_at}; ${policy}`, { quote_id: q.quote_id, product_id: q.product_id, unit_count: q.unit_count, amount: q.amount, currency: q.currency, expires_at: q.expires_at, resolved_units: q.resolved_units, policy });
       } catch (err) {
         return failure(err);
       }
@@ -138,8 +185,8 @@ export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; std
   server.registerTool(
     'buy_draw',
     {
-      description: `Buy a draw from the prepaid balance, within the person's spending policy (at most ${o.max} EUR a draw, ${o.maxPerDay} EUR a day${o.approveAbove ? `, approval above ${o.approveAbove} EUR` : ''}). Give the quote_id of a quote_draw answer (preferred: pays exactly that quote), or the draw request itself. Returns the units, their attribution and the verified receipt.`,
-      inputSchema: z.object({ quote_id: z.string().min(1).max(2000).optional().describe('a quote_id from quote_draw'), ...drawRequest, product_id: drawRequest.product_id.optional() }).strict(),
+      description: `Buy a draw from the prepaid balance, within the person's spending policy (at most ${o.max} EUR a draw, ${o.maxPerDay} EUR a day${o.approveAbove ? `, approval above ${o.approveAbove} EUR` : ''}). Give the quote_id of a quote_draw answer (preferred: pays exactly that quote, until it expires; quotes are kept in the person's receipts journal, so one made before this server restarted can still be bought), or the draw request itself. Returns the units, their attribution and the verified receipt.`,
+      inputSchema: z.object({ quote_id: z.string().min(1).max(bounds.quoteId).optional().describe('a quote_id from quote_draw'), ...drawRequest, product_id: drawRequest.product_id.optional() }).strict(),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
     async (req) => {
@@ -147,8 +194,8 @@ export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; std
       let quote: Quote;
       try {
         if (req.quote_id) {
-          const kept = quotes.get(req.quote_id);
-          if (!kept) return result(`quote ${req.quote_id} is not one this server made (or it is too old): ask quote_draw for a quote, then buy it`, { status: 'error', error: 'unknown-quote', paid: false }, true);
+          const kept = await known(req.quote_id);
+          if (!kept) return result(`quote ${shortId(req.quote_id)} is not one quote_draw made for this service (in this server or another sharing its journal): ask quote_draw for a quote, then buy it`, { status: 'error', error: 'unknown-quote', paid: false }, true);
           quote = kept;
         } else {
           if (!req.product_id || !req.query === !req.units) return result('give a quote_id, or product_id with exactly one of query and units', { status: 'error', error: 'bad-arguments', paid: false }, true);
@@ -156,13 +203,14 @@ export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; std
         }
         const paid = await client.pay(quote);
         const r = paid.receipt;
-        log(`paid ${r.amount} EUR for ${r.unit_count} units of ${r.product_id} (draw ${r.draw_id}), receipt verified and journaled`);
-        return result(`paid ${r.amount} ${r.currency} for ${r.unit_count} units of ${r.product_id} (draw ${r.draw_id}); receipt verified (key ${r.signature.kid}); balance ${r.balance_after} ${r.currency}`, { status: 'paid', draw_id: r.draw_id, amount: r.amount, currency: r.currency, unit_count: r.unit_count, balance_after: r.balance_after, receipt_verified: true, receipt: r, units: paid.units, attribution: paid.attribution });
+        log(`paid ${r.amount} EUR for ${plural(r.unit_count, 'unit')} of ${r.product_id} (draw ${r.draw_id}), receipt verified and journaled`);
+        return result(`paid ${r.amount} ${r.currency} for ${plural(r.unit_count, 'unit')} of ${r.product_id} (draw ${r.draw_id}); receipt verified (key ${r.signature.kid}); balance ${r.balance_after} ${r.currency}`, { status: 'paid', draw_id: r.draw_id, amount: r.amount, currency: r.currency, unit_count: r.unit_count, balance_after: r.balance_after, receipt_verified: true, receipt: r, units: paid.units, attribution: paid.attribution });
       } catch (err) {
         if (err instanceof PolicyRefusal && err.limit === 'approval') {
-          const how = `ask the person to approve: a host that supports MCP elicitation asks them when buy_draw is called; otherwise they can buy it themselves (\`lds buy --product ${quote!.product_id} ${quote!.units ? `--unit ${quote!.units.join(' ')}` : `--query '${quote!.query}'${quote!.limit ? ` --limit ${quote!.limit}` : ''}`} --max ${err.asked}\`) or raise --approve-above in this server's configuration`;
-          log(`approval needed: ${err.asked} EUR for quote ${quote!.quote_id} (above ${err.limitAmount} EUR); nothing paid`);
-          return result(`not paid: ${err.asked} EUR is above the approval threshold of ${err.limitAmount} EUR and the person did not approve it; ${how}`, { status: 'approval_required', quote_id: quote!.quote_id, amount: err.asked, approve_above: err.limitAmount, paid: false, how_to_approve: how });
+          const command = approvalCommand(o.baseUrl, quote!, err.asked);
+          const how = `ask the person to approve: a host that supports MCP elicitation asks them when buy_draw is called; otherwise they can buy it themselves (the command in approve_command, every argument quoted for a POSIX shell: ${command.line}) or raise --approve-above in this server's configuration`;
+          log(`approval needed: ${err.asked} EUR for quote ${shortId(quote!.quote_id)} (above ${err.limitAmount} EUR); nothing paid`);
+          return result(`not paid: ${err.asked} EUR is above the approval threshold of ${err.limitAmount} EUR and the person did not approve it; ${how}`, { status: 'approval_required', quote_id: quote!.quote_id, amount: err.asked, approve_above: err.limitAmount, paid: false, how_to_approve: how, approve_command: command.line, approve_argv: command.argv });
         }
         if (err instanceof PolicyRefusal) log(`refused by the policy: ${err.message}`);
         return failure(err);
@@ -188,7 +236,7 @@ export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; std
     'get_statement',
     {
       description: "The balance's statement, newest first: top-ups, draws, refunds and corrections with their amounts and the balance after each.",
-      inputSchema: z.object({ limit: z.number().int().min(1).max(100).optional().describe('lines, newest first (default 20)') }).strict(),
+      inputSchema: z.object({ limit: z.number().int().min(1).max(STATEMENT_PAGE.maxLines).optional().describe(`lines, newest first (1 to ${STATEMENT_PAGE.maxLines}, default 20)`) }).strict(),
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
     async ({ limit }) => {
@@ -216,9 +264,9 @@ export async function runMcp(o: McpCliOptions, io: { env: NodeJS.ProcessEnv; std
     async () => {
       try {
         const { readFile } = await import('node:fs/promises');
-        const { report, against, warning } = await checkJournal(await readFile(journal, 'utf8'), {});
-        const text = `${report.verified} receipts verified against ${against}; ${report.invalid.length} not verified (${report.invalid.map((b) => `line ${b.line}: ${b.reason}`).join('; ') || 'none'}); ${report.drawsPaid} paid draws, ${report.spent} EUR${warning ? `. Warning: ${warning}` : ''}`;
-        return result(text, { verified: report.verified, invalid: report.invalid, draws_paid: report.drawsPaid, spent: report.spent, against, ...(warning ? { warning } : {}) }, report.invalid.length > 0);
+        const { report, against, warning, trust } = await checkJournal(await readFile(journal, 'utf8'), {});
+        const text = `${plural(report.verified, 'receipt')} verified against ${against}; ${report.invalid.length} not verified (${report.invalid.map((b) => `line ${b.line}: ${b.reason}`).join('; ') || 'none'}); ${plural(report.drawsPaid, 'paid draw')}, ${report.spent} EUR${trust ? ` (${trust})` : ''}${warning ? `. Warning: ${warning}` : ''}`;
+        return result(text, { verified: report.verified, invalid: report.invalid, draws_paid: report.drawsPaid, spent: report.spent, against, ...(trust ? { trust } : {}), ...(warning ? { warning } : {}) }, report.invalid.length > 0);
       } catch (err) {
         return failure(err);
       }

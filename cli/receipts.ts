@@ -6,6 +6,11 @@
 //   the buyer pinned (--pin, offline). When the service's keys could not be had and nothing was
 //   pinned, the receipts are checked against the keys the journal itself recorded, and the output
 //   says plainly that this proves nothing against a rewritten journal.
+//   What the live check trusts, said as it is: whatever keys the host a line's base_url names
+//   serves now. A line forged with the forger's key and a base_url of a host serving that key passes
+//   it; so a journal naming more than one origin is warned about, a receipt whose key the journal
+//   recorded only after it (or never) fails (the client records keys before it accepts a receipt),
+//   and evidence is checked with pinned keys (--pin) or a saved JWKS (--jwks).
 // - reconcile: the journal's draws and top-ups of one balance against the service's statement of
 //   that balance (client/reconcile.ts): each difference named, exit 1.
 // Not to be confused with `lds ledger reconcile` (the operator's: receipts against the ledger).
@@ -26,7 +31,8 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** The JWKS at a URL or in a file. */
 async function loadJwks(where: string): Promise<Jwks> {
-  const jwks = /^https?:\/\//.test(where) ? await (await fetch(where)).json() : JSON.parse(await readFile(where, 'utf8'));
+  // Keys are taken from the address named, never from one it redirects to.
+  const jwks = /^https?:\/\//.test(where) ? await (await fetch(where, { redirect: 'error' })).json() : JSON.parse(await readFile(where, 'utf8'));
   if (!Array.isArray((jwks as Jwks)?.keys)) throw new Error('not a JWKS (no keys array)');
   return jwks as Jwks;
 }
@@ -35,8 +41,10 @@ export interface JournalCheck {
   report: JournalReport;
   /** what the receipts were checked against, in words */
   against: string;
-  /** set when only the journal's own keys could be used: why that proves little */
+  /** set when only the journal's own keys could be used, or the journal names several services: why that proves little */
   warning?: string;
+  /** what the live check trusts, in words (absent with pinned keys or a saved JWKS) */
+  trust?: string;
 }
 
 /**
@@ -48,6 +56,7 @@ export interface JournalCheck {
 export async function checkJournal(text: string, o: { jwks?: string; pin?: string[]; offline?: boolean }): Promise<JournalCheck> {
   let keysFor: ((e: { base_url?: string }) => Jwks | undefined) | undefined;
   let against: string;
+  let trust: string | undefined;
   const unreachable: string[] = [];
   if (o.jwks) {
     let jwks: Jwks;
@@ -74,17 +83,28 @@ export async function checkJournal(text: string, o: { jwks?: string; pin?: strin
       }
     }
     keysFor = (e) => live.get(e.base_url ? new URL(e.base_url).origin : ''); // undefined: the journal's own keys
-    against = unreachable.length ? "the service's live JWKS where it answered, otherwise only the keys recorded in the journal" : `the service's live JWKS (${origins.map((x) => `${x}/.well-known/jwks.json`).join(', ') || 'no service named in the journal'})`;
+    against = unreachable.length
+      ? "the service's live JWKS where it answered, otherwise only the keys recorded in the journal"
+      : `the service's live JWKS (${origins.map((x) => `${x}/.well-known/jwks.json`).join(', ') || 'no service named in the journal'})`;
+    trust = "the live check trusts whatever keys the host each line's base_url names serves now, as it serves them; for evidence, pin the service's keys (--pin KID) or give its saved JWKS (--jwks)";
   }
   const report = verifyJournal(text, { ...(keysFor ? { keysFor } : {}), ...(o.pin?.length ? { pinned: o.pin } : {}) });
-  if (!o.offline && !unreachable.length) return { report, against };
-  const warning = `checked only against keys recorded in the journal itself${unreachable.length ? `: ${unreachable.join('; ')}` : ''}. That shows the receipts match the journal's own keys, not that the service signed them: a journal rewritten with a key of its own passes this check. Run it where the service answers, give its JWKS (--jwks), or pin its key (--pin KID)`;
-  return { report, against, warning };
+  const warnings: string[] = [];
+  if (report.origins.length > 1 && !o.jwks && !o.pin?.length)
+    warnings.push(
+      `the journal names ${report.origins.length} services (${report.origins.join(', ')}): each line was checked against the keys of the host its own base_url names, so a line pointing at another host is only as good as that host. If you bought from one service, a line naming another is suspect: check with that service's keys pinned (--pin KID) or its saved JWKS (--jwks)`,
+    );
+  if (o.offline || unreachable.length)
+    warnings.push(
+      `checked only against keys recorded in the journal itself${unreachable.length ? `: ${unreachable.join('; ')}` : ''}. That shows the receipts match the journal's own keys, not that the service signed them: a journal rewritten with a key of its own passes this check. Run it where the service answers, give its JWKS (--jwks), or pin its key (--pin KID)`,
+    );
+  return { report, against, ...(trust ? { trust } : {}), ...(warnings.length ? { warning: warnings.join('. Also: ') } : {}) };
 }
 
 export async function runReceiptsVerify(file: string, o: { jwks?: string; pin?: string[]; offline?: boolean; json?: boolean }, io: BuyerIo): Promise<void> {
-  const { report, against, warning } = await checkJournal(await readJournal(file), o);
-  if (o.json) io.stdout(JSON.stringify({ ...report, against, ...(warning ? { warning } : {}) }));
+  const { report, against, warning, trust } = await checkJournal(await readJournal(file), o);
+  if (o.json) io.stdout(JSON.stringify({ ...report, against, ...(trust ? { trust } : {}), ...(warning ? { warning } : {}) }));
+  if (trust && !o.json) io.stderr(`note: ${trust}`);
   for (const bad of report.invalid) io.stderr(`${file}:${bad.line}: ${bad.kind} ${bad.id} NOT verified: ${bad.reason}`);
   for (const n of report.unreadable) io.stderr(`${file}:${n}: not a JSON line`);
   if (warning) io.stderr(`warning: ${warning}`);
@@ -109,6 +129,10 @@ export async function runReceiptsReconcile(file: string, o: { baseUrl?: string; 
   if (o.json) io.stdout(JSON.stringify(r));
   for (const d of r.differences) io.stderr(`${d.line ? `${file}:${d.line}` : 'statement'}: ${d.what}`);
   for (const c of r.corrections) io.stderr(`note: the operator's ${c.kind} ${c.id} (${c.amount} EUR at ${c.at}${c.reason ? `: ${c.reason}` : ''}) is in the statement; no journal holds corrections`);
+  if (r.otherServices.length)
+    io.stderr(
+      `note: ${plural(r.otherServices.length, 'other service')} named in the journal (${r.otherServices.join(', ')}): their lines are not compared with this statement. If you bought only from ${client.origin}, such a line is suspect: \`lds receipts verify --pin KID\` checks every line with this service's keys`,
+    );
   const summary = `${plural(r.matched, 'line')} of balance ${tokenHintOf(src.token)} match the service's statement${r.from ? ` since ${r.from}` : ''}; ${plural(r.differences.length, 'difference')}${r.otherBalances ? `; ${plural(r.otherBalances, 'journal line')} of other balances or services left out` : ''}`;
   if (!o.json) io.stdout(summary);
   if (r.differences.length) throw new BuyCliError(`${file}: ${plural(r.differences.length, 'difference')} with the service's statement (listed above)`);

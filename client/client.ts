@@ -12,14 +12,15 @@
 import { createHash } from 'node:crypto';
 import { isWellFormedToken, tokenHint } from '../contract/balance-token.ts';
 import { CATALOGUE_FORMAT, type CatalogueDoc } from '../contract/catalogue.ts';
-import { formatCents, parseAmountCents } from '../contract/money.ts';
+import { CURRENCY, formatCents, parseAmountCents } from '../contract/money.ts';
 import { verifyReceipt, type Jwks } from '../contract/receipts.ts';
 import { NetworkError, PolicyRefusal, ReceiptError, ServiceProblem, LdsError } from './errors.ts';
 import { Journal, type JournalEntry } from './journal.ts';
 import { DAY_MS, checkDayBudget, checkDraw, checkTopup, parsePolicy, type CentsPolicy, type SpendingPolicy } from './policy.ts';
-import { networkReason, sendWithRetry, type RetryEnv, type RetryOptions } from './retry.ts';
+import { redactDeep, tokenRedactor } from './redact.ts';
+import { networkReason, retryAfterMs, sendWithRetry, type RetryEnv, type RetryOptions } from './retry.ts';
 import type { DrawReceipt, DrawRequestBody, PaidDraw, Quote, StatementLine, TopupResult, Discovery } from './types.ts';
-import { TOPUP_MINIMUM_CENTS } from '../contract/limits.ts';
+import { TOPUP_MINIMUM_CENTS, drawBoundsOf, drawFieldLengthsOf, type DrawBounds, type DrawFieldLengths } from '../contract/limits.ts';
 
 /** The service API this client speaks: every base URL ends in it. */
 export const API_VERSION = `v${CATALOGUE_FORMAT}` as const;
@@ -86,6 +87,9 @@ export class LdsClient {
   private readonly o: ClientOptions;
   private readonly env: RetryEnv;
   private jwks: Jwks = { keys: [] };
+  /** every token this client held (a rotated one too): no form of any may pass on from the service */
+  private readonly held: string[] = [];
+  private redactor: (s: string) => string = (s) => s;
 
   private constructor(o: ClientOptions, journal: Journal) {
     ({ base: this.baseUrl, origin: this.origin } = apiBase(o.baseUrl));
@@ -93,15 +97,16 @@ export class LdsClient {
     if (o.token !== undefined && !isWellFormedToken(o.token)) throw new TypeError('token is not a balance token (lds_bal_ followed by 43 base64url characters)');
     this.o = o;
     this.token = o.token;
+    if (o.token) this.hold(o.token);
     this.policy = parsePolicy(o.policy);
     this.journal = journal;
     if (o.autoTopup && parseAmountCents(o.autoTopup.amount) === null) throw new TypeError(`autoTopup.amount must be an amount in EUR, e.g. "5.00"; got ${JSON.stringify(o.autoTopup.amount)}`);
     const progress = o.onProgress;
     this.env = {
-      fetch: o.fetch ?? globalThis.fetch,
+      fetch: sameOriginFetch(o.fetch ?? globalThis.fetch, this.origin),
       sleep: o.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms))),
       random: Math.random,
-      onRetry: progress ? (i) => progress(`${i.why} from ${new URL(i.url).pathname}: retrying in ${(i.waitMs / 1000).toFixed(1)} s (attempt ${i.attempt + 1})`) : undefined,
+      onRetry: progress ? (i) => progress(this.redact(`${i.why} from ${new URL(i.url).pathname}: retrying in ${(i.waitMs / 1000).toFixed(1)} s (attempt ${i.attempt + 1})`)) : undefined,
     };
   }
 
@@ -121,9 +126,27 @@ export class LdsClient {
     if (!(this.o.journal instanceof Journal)) await this.journal.close();
   }
 
+  /** Remembers a token the client holds, so that no form of it passes on from the service. */
+  private hold(token: string): void {
+    if (this.held.includes(token)) return;
+    this.held.push(token);
+    this.redactor = tokenRedactor(this.held);
+  }
+
+  /** `s` without any form of a token this client held (client/redact.ts). */
+  private redact(s: string): string {
+    return this.redactor(s);
+  }
+
+  /** A progress line, redacted (it may quote the service). */
+  private progress(line: string): void {
+    this.o.onProgress?.(this.redact(line));
+  }
+
   /** Appends a journal line about this service and, when a token is held, its hint. */
   private record(entry: Omit<JournalEntry, 'v' | 'at' | 'base_url'>, check?: (journal: Journal) => void | Promise<void>): Promise<JournalEntry> {
-    const line = { kind: entry.kind, base_url: this.baseUrl, ...(this.token ? { token_hint: tokenHintOf(this.token) } : {}), ...entry };
+    // The last guard before the disk: a line holds what the service said (reasons, receipts).
+    const line = redactDeep({ kind: entry.kind, base_url: this.baseUrl, ...(this.token ? { token_hint: tokenHintOf(this.token) } : {}), ...entry }, this.redactor);
     return check ? this.journal.appendChecked(line, check) : this.journal.append(line);
   }
 
@@ -144,6 +167,7 @@ export class LdsClient {
     } catch (err) {
       throw new NetworkError(`${what}: no answer from ${url} (${networkReason(err)}); is the service running and the base URL right?`);
     }
+    refuseRedirect(what, res, this.redactor);
     const text = await res.text();
     let json: any = undefined;
     try {
@@ -151,7 +175,8 @@ export class LdsClient {
     } catch {
       /* not JSON: the caller reports the status */
     }
-    return { res, json };
+    // Every word of the service passes through the redactor before anyone sees it.
+    return { res, json: redactDeep(json, this.redactor) };
   }
 
   private problem(what: string, res: Response, json: any): ServiceProblem {
@@ -187,6 +212,20 @@ export class LdsClient {
     const { res, json } = await this.send('catalogue', '/lds/_catalog', { method: 'GET', idempotent: true });
     if (res.status !== 200) throw this.problem('catalogue', res, json);
     return json;
+  }
+
+  /**
+   * The draw bounds the service states in its OpenAPI document ({base}/specification), which it
+   * enforces: what a caller (an MCP tool's input schema) may ask of it.
+   */
+  async drawBounds(): Promise<DrawBounds & DrawFieldLengths> {
+    const { res, json } = await this.send('OpenAPI document', '/specification', { method: 'GET', idempotent: true });
+    if (res.status !== 200) throw this.problem('OpenAPI document (/specification)', res, json);
+    try {
+      return { ...drawBoundsOf(json), ...drawFieldLengthsOf(json) };
+    } catch (err) {
+      throw new LdsError(`OpenAPI document (${this.baseUrl}/specification): ${(err as Error).message}`);
+    }
   }
 
   /** The balance (needs the token). */
@@ -229,7 +268,8 @@ export class LdsClient {
     } catch (err) {
       throw new NetworkError(`statement: no answer from ${this.baseUrl} (${networkReason(err)})`);
     }
-    const text = await res.text();
+    refuseRedirect('statement', res, this.redactor);
+    const text = this.redact(await res.text());
     if (res.status === 200) return { res, json: text };
     try {
       return { res, json: JSON.parse(text) };
@@ -250,6 +290,7 @@ export class LdsClient {
     // The old token's hint, then the new one: `receipts reconcile` follows the chain to one balance.
     await this.record({ kind: 'rotate', new_token_hint: tokenHintOf(json.balance_token) });
     this.token = json.balance_token;
+    this.hold(json.balance_token);
     return json.balance_token;
   }
 
@@ -283,7 +324,9 @@ export class LdsClient {
     const body = { product_id: req.product_id, ...(req.units ? { units: req.units } : {}), ...(req.query !== undefined ? { query: req.query } : {}), ...(req.limit !== undefined ? { limit: req.limit } : {}) };
     const { res, json } = await this.send('quote', '/lds/draw', { method: 'POST', body, auth: true, idempotent: true });
     if (res.status !== 402 || typeof json?.quote_id !== 'string') throw this.problem('quote', res, json);
-    return json as Quote;
+    const q = json as Quote;
+    if (q.product_id !== req.product_id) throw new LdsError(`quote: the service answered a quote for ${JSON.stringify(q.product_id)}, not the product asked for (${req.product_id}); nothing was paid`);
+    return q;
   }
 
   /** Quote, check the policy, pay (topping up when allowed), verify the receipt, journal it. */
@@ -299,6 +342,15 @@ export class LdsClient {
     for (let round = 0; ; round++) {
       const amount = parseAmountCents(q.amount);
       if (amount === null) throw new LdsError(`the quote's amount ${JSON.stringify(q.amount)} is not an amount`);
+      // The policy's amounts are EUR: a quote in another currency is not one it can allow.
+      if (q.currency !== CURRENCY) await this.refuseIf(() => refuseCurrency(q));
+      // What is sent is the checked quote, never what the service asks to be sent (pay_with).
+      const payBody = payRequestOf(q);
+      if (q.pay_with !== undefined) {
+        const differs = (['quote_id', 'product_id', 'currency'] as const).filter((f) => (q.pay_with as unknown as Record<string, unknown>)?.[f] !== payBody[f]);
+        if (differs.length)
+          throw new LdsError(`the quote's pay_with names another ${differs.join(', ')} (${differs.map((f) => `${JSON.stringify((q.pay_with as unknown as Record<string, unknown>)?.[f])} for ${JSON.stringify(payBody[f])}`).join(', ')}) than the quote: not sent, nothing was paid`);
+      }
       // The whole policy (approval included) first, without holding the journal: approve() may take a
       // person's time. Then the day budget again, in the same locked turn as the pay line, so that
       // payments other processes recorded meanwhile count and none can slip in between.
@@ -311,8 +363,7 @@ export class LdsClient {
       }
       const sent = q.quote_id;
       await this.refuseIf(() => this.record({ kind: 'pay', quote_id: sent, product_id: q.product_id, amount: q.amount, unit_count: q.unit_count }, (journal) => checkDayBudget(this.policy, q, amount, journal.spentSince(this.now() - DAY_MS))));
-      this.o.onProgress?.(`paying ${q.amount} ${q.currency} for ${q.unit_count} unit${q.unit_count === 1 ? '' : 's'} of ${q.product_id}`);
-      const payBody = q.pay_with ?? { product_id: q.product_id, currency: q.currency, quote_id: sent, ...(q.units ? { units: q.units } : {}), ...(q.query !== undefined ? { query: q.query, limit: q.limit } : {}) };
+      this.progress(`paying ${q.amount} ${q.currency} for ${plural(q.unit_count, 'unit')} of ${q.product_id}`);
       let answer: { res: Response; json: any };
       try {
         answer = await this.send('paid draw', '/lds/draw', { method: 'POST', body: payBody, auth: true, idempotent: true });
@@ -343,7 +394,7 @@ export class LdsClient {
   private async autoTopup(q: Quote, amount: number, balance: number): Promise<void> {
     const wanted = parseAmountCents(this.o.autoTopup!.amount)!;
     const topup = Math.max(wanted, TOPUP_MINIMUM_CENTS, amount - balance);
-    this.o.onProgress?.(`the balance (${formatCents(balance)} EUR) does not cover ${q.amount} EUR: topping up ${formatCents(topup)} EUR`);
+    this.progress(`the balance (${formatCents(balance)} EUR) does not cover ${q.amount} EUR: topping up ${formatCents(topup)} EUR`);
     await this.topup(formatCents(topup));
   }
 
@@ -365,7 +416,8 @@ export class LdsClient {
     let reason = v.ok ? '' : v.reason;
     if (!reason && (receipt!.quote_id !== q.quote_id || receipt!.amount !== q.amount || receipt!.product_id !== q.product_id))
       reason = `it is for quote ${receipt!.quote_id} of ${receipt!.amount} EUR, not the quote paid (${q.quote_id}, ${q.amount} EUR)`;
-    if (!reason && (!Array.isArray(paid.units) || paid.units.length !== receipt!.unit_count)) reason = `it says ${receipt!.unit_count} units, the answer holds ${Array.isArray(paid.units) ? paid.units.length : 'none'}`;
+    if (!reason && receipt!.currency !== q.currency) reason = `it is in ${JSON.stringify(receipt!.currency)}, not the quote's ${q.currency}`;
+    if (!reason && (!Array.isArray(paid.units) || paid.units.length !== receipt!.unit_count)) reason = `it says ${plural(receipt!.unit_count, 'unit')}, the answer holds ${Array.isArray(paid.units) ? paid.units.length : 'none'}`;
     if (reason) {
       await this.record({ kind: 'failure', action: 'draw', quote_id: q.quote_id, charged: true, reason: `receipt: ${reason}`, receipt: receipt ?? null });
       throw new ReceiptError(reason, receipt, true, `paid draw of quote ${q.quote_id}`);
@@ -389,18 +441,34 @@ export class LdsClient {
     // service answers a credited challenge again, without crediting twice).
     const env = this.env;
     const retry = this.o.retry;
-    const retryingFetch: typeof globalThis.fetch = (input, init) =>
-      sendWithRetry({ url: typeof input === 'string' ? input : input instanceof URL ? input.href : input.url, init: (init ?? {}) as RequestInit & { body?: string }, idempotent: true }, env, retry);
+    // A credential the service is processing already (here or at another instance, e.g. a resend
+    // that raced the first send) is answered 409 topup-in-progress with Retry-After: the money may be
+    // moving, so that is no outcome. The same credential is sent again until one comes (200, or a
+    // final refusal), for as long as the service's claim on it can last.
+    const retryingFetch: typeof globalThis.fetch = async (input, init) => {
+      const req = { url: typeof input === 'string' ? input : input instanceof URL ? input.href : input.url, init: (init ?? {}) as RequestInit & { body?: string }, idempotent: true };
+      const started = this.now();
+      for (;;) {
+        const res = await sendWithRetry(req, env, retry);
+        if (res.status !== 409 || !(await isInProgress(res))) return res;
+        const waitMs = (retryAfterMs(res.headers.get('retry-after')) ?? 2000) + Math.round(env.random() * 250);
+        if (this.now() - started + waitMs > IN_PROGRESS_PATIENCE_MS) return res;
+        await res.arrayBuffer().catch(() => undefined);
+        this.progress(`the service is processing this top-up's payment already: asking for its outcome again in ${(waitMs / 1000).toFixed(1)} s`);
+        await env.sleep(waitMs);
+      }
+    };
     const url = `${this.baseUrl}/lds/balance/topup`;
-    this.o.onProgress?.(`topping up ${formatCents(cents)} EUR`);
+    this.progress(`topping up ${formatCents(cents)} EUR`);
     let res: Response;
     try {
       res = await payTopup(url, formatCents(cents), { spt: this.o.spt, fetch: retryingFetch, ...(this.token ? { balanceToken: this.token } : {}) });
     } catch (err) {
-      const reason = (err as Error).name === 'TypeError' && (err as { cause?: unknown }).cause ? `no answer from ${url} (${networkReason(err)})` : `the service asked for a payment this client cannot make: ${(err as Error).message}`;
+      const reason = this.redact((err as Error).name === 'TypeError' && (err as { cause?: unknown }).cause ? `no answer from ${url} (${networkReason(err)})` : `the service asked for a payment this client cannot make: ${(err as Error).message}`);
       await this.record({ kind: 'failure', action: 'topup', amount: formatCents(cents), charged: false, reason });
       throw new NetworkError(`top-up: ${reason}`);
     }
+    refuseRedirect('top-up', res, this.redactor);
     const text = await res.text();
     let json: any;
     try {
@@ -408,6 +476,11 @@ export class LdsClient {
     } catch {
       json = undefined;
     }
+    // A new balance's token is the one string kept as sent; everything else is redacted with it.
+    const opened = res.status === 200 && typeof json?.balance_token === 'string' ? (json.balance_token as string) : undefined;
+    if (opened) this.hold(opened);
+    json = redactDeep(json, this.redactor);
+    if (opened) json.balance_token = opened;
     if (res.status !== 200) {
       const err = this.problem('top-up', res, json);
       await this.record({ kind: 'failure', action: 'topup', amount: formatCents(cents), charged: false, status: res.status, type: err.type, reason: err.message });
@@ -421,12 +494,84 @@ export class LdsClient {
       await this.o.onNewToken?.(newToken);
     }
     const v = await this.verify(receipt);
-    const reason = !v.ok ? v.reason : receipt.amount !== formatCents(cents) ? `it is for ${receipt.amount} EUR, not the ${formatCents(cents)} EUR paid` : '';
+    const reason = !v.ok ? v.reason : receipt.amount !== formatCents(cents) ? `it is for ${receipt.amount} EUR, not the ${formatCents(cents)} EUR paid` : receipt.currency !== CURRENCY ? `it is in ${JSON.stringify(receipt.currency)}, not ${CURRENCY}` : '';
     if (reason) {
       await this.record({ kind: 'failure', action: 'topup', amount: formatCents(cents), charged: true, reason: `receipt: ${reason}`, receipt: receipt ?? null });
       throw new ReceiptError(reason, receipt, true, `top-up of ${formatCents(cents)} EUR`);
     }
     await this.record({ kind: 'topup', amount: receipt.amount, topup_id: receipt.topup_id, new_balance: !!newToken, kid: (v as { kid: string }).kid, receipt });
     return { ...rest, new_balance: !!newToken };
+  }
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** The paying request of a quote, from the quote's own fields (contract/wire.ts PayRequest). */
+function payRequestOf(q: Quote): DrawRequestBody & { quote_id: string; currency: string } {
+  return { product_id: q.product_id, currency: q.currency, quote_id: q.quote_id, ...(q.units ? { units: q.units } : {}), ...(q.query !== undefined ? { query: q.query, ...(q.limit !== undefined ? { limit: q.limit } : {}) } : {}) };
+}
+
+/** A quote in a currency the policy is not written in. Throws PolicyRefusal. */
+function refuseCurrency(q: Quote): never {
+  throw new PolicyRefusal('currency', CURRENCY, `${q.amount} ${String(q.currency)}`, 'draw', `the quote is in ${JSON.stringify(q.currency)}; the spending policy is in ${CURRENCY} and pays nothing else`, q.quote_id);
+}
+
+/** Whether `status` is a redirect. */
+const isRedirect = (status: number) => status >= 300 && status < 400 && status !== 304;
+
+/**
+ * A fetch that follows a redirect only within `origin` (at most 5): an API call sends a bearer
+ * token and often a payment, and neither goes to a host the buyer did not name. A redirect to
+ * another origin comes back as the 3xx answer itself, which the caller refuses (refuseRedirect).
+ */
+function sameOriginFetch(fetch: typeof globalThis.fetch, origin: string): typeof globalThis.fetch {
+  return async (input, init) => {
+    let url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    let opts: RequestInit = { ...init, redirect: 'manual' };
+    for (let hop = 0; ; hop++) {
+      const res = await fetch(url, opts);
+      const location = res.headers.get('location');
+      if (!isRedirect(res.status) || !location || hop >= 5) return res;
+      const next = new URL(location, url);
+      if (next.origin !== origin || new URL(url).origin !== origin) return res;
+      await res.arrayBuffer().catch(() => undefined);
+      // 303 (and 301/302 after a POST, as browsers do) become a GET without a body.
+      if (res.status === 303 || ((res.status === 301 || res.status === 302) && opts.method && opts.method !== 'GET' && opts.method !== 'HEAD')) {
+        const { body: _body, ...rest } = opts;
+        const headers = { ...(rest.headers as Record<string, string> | undefined) };
+        delete headers['content-type'];
+        opts = { ...rest, method: 'GET', headers };
+      }
+      url = next.href;
+    }
+  };
+}
+
+/** Throws when the answer is a redirect the client did not follow (to another origin). */
+function refuseRedirect(what: string, res: Response, redact: (s: string) => string): void {
+  if (!isRedirect(res.status)) return;
+  const location = res.headers.get('location') ?? '(no Location)';
+  let where = location;
+  try {
+    where = new URL(location, res.url || undefined).origin;
+  } catch {
+    /* shown as sent */
+  }
+  throw new LdsError(`${what}: the service answered HTTP ${res.status}, a redirect to ${redact(where)}; API calls do not follow redirects to another origin (the token and any payment stay with the service named), so nothing was sent there`);
+}
+
+/**
+ * How long a top-up keeps asking about a credential the service is processing: longer than the
+ * service's claim on one (60 s, past its processor's 20 s timeout), so the answer is an outcome.
+ */
+const IN_PROGRESS_PATIENCE_MS = 90_000;
+
+/** Whether a 409 is `topup-in-progress` (read from a copy: the caller may still read the body). */
+async function isInProgress(res: Response): Promise<boolean> {
+  try {
+    const p = (await res.clone().json()) as { type?: unknown };
+    return typeof p.type === 'string' && /(^|\/)topup-in-progress$/.test(p.type);
+  } catch {
+    return false;
   }
 }

@@ -8,12 +8,13 @@ export class LdsError extends Error {
 }
 
 /** The limit of the spending policy that refused a payment. */
-export type PolicyLimit = 'max_per_draw' | 'max_per_day' | 'max_per_topup' | 'approval';
+export type PolicyLimit = 'max_per_draw' | 'max_per_day' | 'max_per_topup' | 'approval' | 'currency';
 
 /**
  * A payment the local spending policy refused before anything was sent: nothing was paid, nothing
  * was topped up. `limit` names the rule, `limitAmount` its amount (EUR, "0.50"), `asked` what the
- * payment would have cost.
+ * payment would have cost. For `currency` (a quote not in EUR, the policy's currency),
+ * `limitAmount` is the policy's currency and `asked` the quote's amount with its currency.
  */
 export class PolicyRefusal extends LdsError {
   override name = 'PolicyRefusal';
@@ -25,7 +26,7 @@ export class PolicyRefusal extends LdsError {
     detail: string,
     readonly quoteId?: string,
   ) {
-    super(`refused by the spending policy (${limit} ${limitAmount} EUR): ${detail}; nothing was paid`);
+    super(`refused by the spending policy (${limit === 'currency' ? `currency ${limitAmount}` : `${limit} ${limitAmount} EUR`}): ${detail}; nothing was paid`);
   }
 }
 

@@ -15,3 +15,4 @@ export type { CatalogueDoc, CatalogueProduct, Discovery, DrawReceipt, DrawReques
 export { verifyReceipt, jwkThumbprint, type Jwks, type PublicJwk } from '../contract/receipts.ts';
 export { isWellFormedToken } from '../contract/balance-token.ts';
 export { formatCents, parseAmountCents } from '../contract/money.ts';
+export { DRAW_BOUNDS, STATEMENT_PAGE, type DrawBounds } from '../contract/limits.ts';

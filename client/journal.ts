@@ -14,6 +14,8 @@
 //   topup    {amount, topup_id, new_balance, receipt, kid}: topped up, receipt verified
 //   refused  {action, limit, limit_amount, asked, quote_id?}: the spending policy said no
 //   rotate   {new_token_hint}: the token was replaced; the new hint names the same balance
+//   quote    {quote}: a quote `lds mcp` showed an agent, so that any `lds mcp` process sharing the
+//            journal can pay it by its quote_id (a restarted server included); nothing was paid
 //   failure  {action, reason, charged, quote_id?, receipt?, status?, type?}: a payment that did not
 //            complete, or an answer whose receipt did not verify (charged: whether money may
 //            have moved; a draw that certainly was not paid stops counting toward the day budget)
@@ -96,6 +98,11 @@ export class Journal {
       await handle.sync();
       this.offset = size + 1;
     }
+  }
+
+  /** Reads what other processes appended since this one last looked (under the lock). */
+  async refresh(): Promise<void> {
+    await this.locked(async () => undefined);
   }
 
   async append(entry: Omit<JournalEntry, 'v' | 'at'> & { at?: string }): Promise<JournalEntry> {
@@ -188,8 +195,11 @@ export interface JournalReport {
   recordedFailures: number;
   /** lines that are not JSON */
   unreadable: number[];
+  /** distinct draws paid (a quote paid twice is one draw: the same draw_id, one debit) */
   drawsPaid: number;
   spent: string;
+  /** the origins the journal's draw and top-up lines name (more than one: see checkJournal's warning) */
+  origins: string[];
 }
 
 export interface VerifyJournalOptions {
@@ -210,17 +220,35 @@ export function verifyJournal(text: string, o: VerifyJournalOptions = {}): Journ
   const own = keysOf(entries);
   const pinnedKeys = o.pinned ? { keys: own.filter((k) => o.pinned!.includes(k.kid)) } : null;
   const keysFor = (e: JournalEntry) => o.keysFor?.(e) ?? pinnedKeys ?? { keys: own };
-  const report: JournalReport = { keys: o.keysFor ? 'given' : o.pinned ? 'pinned' : 'journal', verified: 0, invalid: [], recordedFailures: 0, unreadable, drawsPaid: 0, spent: '0.00' };
+  const report: JournalReport = { keys: o.keysFor ? 'given' : o.pinned ? 'pinned' : 'journal', verified: 0, invalid: [], recordedFailures: 0, unreadable, drawsPaid: 0, spent: '0.00', origins: [] };
   const paying = new Map<unknown, { line: number; amount: unknown }>();
+  const draws = new Set<unknown>();
+  const origins = new Set<string>();
+  // The key ids each origin's jwks lines recorded so far: the client records the key set before it
+  // accepts a receipt signed with it, so a receipt whose key the journal learns only later (or never)
+  // was not accepted by the client that wrote the journal.
+  const recorded = new Map<string, Set<string>>();
   let spent = 0;
   for (const [i, e] of entries.entries()) {
+    const origin = originOf(e.base_url);
+    if (e.kind === 'jwks')
+      for (const k of (e.jwks as Jwks | undefined)?.keys ?? [])
+        if (k && typeof k.kid === 'string') {
+          if (!recorded.has(origin)) recorded.set(origin, new Set());
+          recorded.get(origin)!.add(k.kid);
+        }
     if (e.kind === 'pay') paying.set(e.quote_id, { line: lines[i]!, amount: e.amount });
     if (e.kind === 'failure' && e.receipt) report.recordedFailures++;
     if (e.kind !== 'draw' && e.kind !== 'topup') continue;
     const receipt = e.receipt as Record<string, unknown> | undefined;
     const id = String(e.draw_id ?? e.topup_id ?? '');
+    origins.add(origin);
     const r = verifyReceipt(receipt, keysFor(e));
     let reason = r.ok ? '' : r.reason;
+    if (r.ok && !recorded.get(origin)?.has(r.kid)) {
+      const later = keyLineAfter(entries, lines, i, origin, r.kid);
+      reason = `its key ${r.kid} ${later ? `first appears in the journal at line ${later}, after the receipt it signs` : `is in no key set the journal recorded for ${origin || 'its service'}`}: the client records a key before it accepts a receipt signed with it, so this line was not written by the client`;
+    }
     if (r.ok && e.kind === 'draw') {
       const pay = paying.get(e.quote_id);
       if (receipt!.quote_id !== e.quote_id || receipt!.amount !== e.amount || receipt!.draw_id !== e.draw_id)
@@ -232,11 +260,33 @@ export function verifyJournal(text: string, o: VerifyJournalOptions = {}): Journ
       reason = `the line says top-up ${e.topup_id} of ${e.amount} EUR, its signed receipt top-up ${receipt!.topup_id} of ${receipt!.amount} EUR`;
     if (reason) report.invalid.push({ line: lines[i]!, kind: e.kind, id, reason });
     else report.verified++;
-    if (e.kind === 'draw' && !reason) {
+    // One draw, one debit: paying a quote again returns the same draw, journaled again.
+    if (e.kind === 'draw' && !reason && !draws.has(`${origin} ${e.draw_id}`)) {
+      draws.add(`${origin} ${e.draw_id}`);
       report.drawsPaid++;
       spent += parseAmountCents(e.amount) ?? 0;
     }
   }
   report.spent = formatCents(spent);
+  report.origins = [...origins];
   return report;
+}
+
+/** The origin of a journal line's base_url ('' when it names none or an unreadable one). */
+function originOf(baseUrl: unknown): string {
+  if (typeof baseUrl !== 'string') return '';
+  try {
+    return new URL(baseUrl).origin;
+  } catch {
+    return '';
+  }
+}
+
+/** The line of the first jwks line after entry `i` of `origin` that holds `kid`, if any. */
+function keyLineAfter(entries: JournalEntry[], lines: number[], i: number, origin: string, kid: string): number | undefined {
+  for (let j = i + 1; j < entries.length; j++) {
+    const e = entries[j]!;
+    if (e.kind === 'jwks' && originOf(e.base_url) === origin && ((e.jwks as Jwks | undefined)?.keys ?? []).some((k) => k?.kid === kid)) return lines[j];
+  }
+  return undefined;
 }

@@ -44,6 +44,8 @@ export interface Reconciliation {
   corrections: StatementLine[];
   /** draw and top-up lines of the journal left out: another balance or another service */
   otherBalances: number;
+  /** the base URLs of other services the journal's draw and top-up lines name (not compared here) */
+  otherServices: string[];
 }
 
 const CORRECTIONS = new Set(['refund', 'credit', 'debit', 'topup_refund']);
@@ -70,7 +72,8 @@ export function reconcileJournal(text: string, statement: StatementLine[], o: Re
   const { entries, lines } = parseJournal(text);
   const hints = hintsOf(entries, o.tokenHint);
   const mine = (e: JournalEntry) => e.base_url === o.baseUrl && (e.token_hint === undefined || hints.has(e.token_hint as string));
-  const result: Reconciliation = { matched: 0, differences: [], corrections: [], otherBalances: 0 };
+  const result: Reconciliation = { matched: 0, differences: [], corrections: [], otherBalances: 0, otherServices: [] };
+  const others = new Set<string>();
 
   // The journal's money lines of this balance, by draw or top-up id; failures of draws by quote.
   const byId = new Map<string, { line: number; e: JournalEntry }>();
@@ -80,6 +83,7 @@ export function reconcileJournal(text: string, statement: StatementLine[], o: Re
     const money = e.kind === 'draw' || e.kind === 'topup';
     if (!mine(e)) {
       if (money) result.otherBalances++;
+      if (money && e.base_url !== o.baseUrl) others.add(String(e.base_url));
       continue;
     }
     const paidAt = Date.parse(String((e.receipt as { paid_at?: unknown } | undefined)?.paid_at ?? e.at));
@@ -95,6 +99,7 @@ export function reconcileJournal(text: string, statement: StatementLine[], o: Re
     if (seen) result.differences.push({ line: lines[i], id, what: `${e.kind} ${id} is in the journal twice with different amounts (line ${seen.line}: ${seen.e.amount} EUR, this line: ${e.amount} EUR)` });
     else byId.set(id, { line: lines[i]!, e });
   }
+  result.otherServices = [...others];
   if (from !== undefined) result.from = new Date(from).toISOString();
 
   const inStatement = new Set<string>();

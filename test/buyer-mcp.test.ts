@@ -163,7 +163,7 @@ test('above the approval threshold: nothing paid and an approval result when the
   const pending = await call(host, 'buy_draw', { quote_id: q.structuredContent.quote_id });
   assert.not.ok(pending.isError, 'an approval result, not an error');
   assert.equal([pending.structuredContent.status, pending.structuredContent.paid, pending.structuredContent.amount], ['approval_required', false, draws.dear.amount]);
-  assert.match(pending.structuredContent.how_to_approve, /lds buy --product/);
+  assert.match(pending.structuredContent.how_to_approve, /lds buy --base-url=\S+ --product=/);
 
   answer = 'decline';
   const declined = await call(asking, 'buy_draw', { product_id: product, units: draws.dear.units });

@@ -8,20 +8,11 @@ import { PREVIEW_OPENAPI_SCHEMAS, previewOpenApiPaths } from './preview.ts';
 // Problem types come from the shared contract (contract/problems.ts); their base is the build's
 // docs_url, which the service reads back from dist/ (the generator imports no service code).
 import { PROBLEM_TYPES, problemBase } from '../../contract/problems.ts';
-import { STATEMENT_PAGE, TOPUP_MAXIMUM_CENTS, TOPUP_MINIMUM_CENTS } from '../../contract/limits.ts';
+import { DRAW_BOUNDS, STATEMENT_PAGE, TOPUP_MAXIMUM_CENTS, TOPUP_MINIMUM_CENTS } from '../../contract/limits.ts';
 import { CURRENCY, formatCents } from '../../contract/money.ts';
 
-/** Request and quote bounds. The service enforces exactly these (it reads them from this document). */
-export const DRAW_BOUNDS = {
-  /** Distinct unit references per draw (duplicates count once, so they are removed before this applies). */
-  maxUnits: 100,
-  /** Entries of the `units` list as sent, duplicates included (the 16 KiB body bounds it anyway). */
-  maxUnitItems: 1000,
-  maxLimit: 100,
-  maxQueryChars: 500,
-  maxBodyBytes: 16 * 1024,
-  quoteLifetimeSeconds: 15 * 60,
-} as const;
+/** Request and quote bounds (contract/limits.ts): the service enforces exactly these (it reads them from this document). */
+export { DRAW_BOUNDS };
 
 
 const money = (description: string) => ({ type: 'string', pattern: '^(0|[1-9][0-9]{0,9})\\.[0-9]{2}$', description, examples: ['5.00'] });
@@ -650,7 +641,7 @@ export function openApiDocument(ctx: Parameters<Emitter>[0]): Record<string, unk
               headers: { 'WWW-Authenticate': { schema: { type: 'string' }, example: TOPUP_CHALLENGE_EXAMPLE } },
               content: jsonContent('Problem', 'application/problem+json'),
             },
-            '409': problemResponse('`topup-already-credited` (see the replay rule above) or `topup-in-progress`'),
+            '409': problemResponse('`topup-already-credited` (see the replay rule above) or `topup-in-progress`: the same credential is being processed right now, at this or another instance of the service; resend it after `Retry-After` seconds to learn the outcome'),
             '413': problemResponse('`body-too-large`'),
             '415': problemResponse('`unsupported-media-type`'),
             ...commonProblems,

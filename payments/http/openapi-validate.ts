@@ -6,7 +6,7 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { Problem } from '../problem.ts';
-import type { DrawBounds } from '../../contract/limits.ts';
+import { drawBoundsOf, type DrawBounds } from '../../contract/limits.ts';
 import { problems } from '../draw/problems.ts';
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
@@ -130,25 +130,6 @@ export function malformed(errors: ErrorObject[] | null | undefined, where: strin
   return new Problem(400, 'malformed-request', 'Malformed request', `${where}: ${describe(e)}`, { field });
 }
 
-function num(v: unknown, name: string): number {
-  if (typeof v !== 'number') throw new Error(`the OpenAPI document does not state ${name}`);
-  return v;
-}
-
-function boundsFrom(doc: OpenApiDoc): DrawBounds {
-  const req = doc.components?.schemas?.DrawRequest as { properties: Record<string, Record<string, unknown>> } | undefined;
-  if (!req) throw new Error('the OpenAPI document has no DrawRequest schema');
-  const limits = (doc as unknown as { 'x-lds-limits'?: { max_body_bytes?: number } })['x-lds-limits'];
-  return {
-    maxUnits: num(req.properties.units?.['x-lds-max-distinct'], 'units.x-lds-max-distinct'),
-    maxUnitItems: num(req.properties.units?.maxItems, 'units.maxItems'),
-    maxLimit: num(req.properties.limit?.maximum, 'limit.maximum'),
-    defaultLimit: num(req.properties.limit?.default, 'limit.default'),
-    maxQueryChars: num(req.properties.query?.maxLength, 'query.maxLength'),
-    maxBodyBytes: num(limits?.max_body_bytes, 'x-lds-limits.max_body_bytes'),
-  };
-}
-
 /**
  * The JSON Schema 2020-12 meta-schema check of a document's schemas, one per process: each Ajv
  * instance compiles the meta-schema again on its first `addSchema` (~40 ms, a third of a start's
@@ -229,7 +210,7 @@ function compileRequestValidator(doc: OpenApiDoc): RequestValidator {
   }
 
   return {
-    bounds: boundsFrom(doc),
+    bounds: drawBoundsOf(doc),
     operations,
     async warm() {
       for (const v of bodies.values()) {

@@ -119,6 +119,8 @@ const MAX_BODY_BYTES = 16 * 1024;
  * the same credential for at most this long (the resend is then safe: same idempotency key).
  */
 const CHALLENGE_CLAIM_MS = 60_000;
+/** The Retry-After of `topup-in-progress`: a charge takes a second or two (at most the processor's 20 s timeout). */
+const IN_PROGRESS_RETRY_S = 2;
 
 export function createTopupHandler(options: TopupHandlerOptions): Middleware {
   const { ledger, processor, realm, secretKey, logger, receipts } = options;
@@ -131,7 +133,12 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
   // failures can be told apart (processors/observe.ts); ~0.1 ms, against a processor round trip.
   // The credential is in `Authorization`, or in `Payment-Authorization` when `Authorization`
   // carries a balance token (requiresAuth).
-  const serverFor = (requiresAuth: boolean) => {
+  // `challengeRealm`: the realm of a credential's challenge that our secret verified. Every instance
+  // of one deployment shares the secret and the ledger, but each names its own host as the realm
+  // (instances built for different addresses): a challenge another instance issued is this
+  // deployment's all the same, and is charged and credited here exactly once (the ledger's claim),
+  // rather than refused as "realm does not match" while the other instance charges it.
+  const serverFor = (requiresAuth: boolean, challengeRealm?: string) => {
     const observed = observeCharges(processor.client);
     const method = stripeCharge({
       client: observed.client,
@@ -140,7 +147,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
       currency: TOPUP_CURRENCY.toLowerCase(),
       decimals: 2,
     });
-    return { server: Mppx.create({ methods: [method], realm, secretKey, ...(requiresAuth ? { requiresAuth: true } : {}) }), observation: observed.observation };
+    return { server: Mppx.create({ methods: [method], realm: challengeRealm ?? realm, secretKey, ...(requiresAuth ? { requiresAuth: true } : {}) }), observation: observed.observation };
   };
 
   return async function topupHandler(ctx: Context): Promise<void> {
@@ -183,7 +190,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
       // Refuse a credential whose challenge is in flight (on any instance: the claim lives in the
       // ledger) or was credited meanwhile, before charging.
       const claim = challengeId ? await ledger.claimChallenge(challengeId, CHALLENGE_CLAIM_MS) : null;
-      if (challengeId && !claim) throw new Problem(409, TOPUP_PROBLEMS.inProgress, 'Top-up in progress', 'this payment credential is being processed; retry shortly to learn the outcome');
+      if (challengeId && !claim) throw new Problem(409, TOPUP_PROBLEMS.inProgress, 'Top-up in progress', `this payment credential is being processed (here or at another instance); resend it after Retry-After seconds to learn the outcome`, { retry_after: IN_PROGRESS_RETRY_S });
       try {
         const prior = challengeId ? await ledger.findTopupByChallenge(challengeId) : null;
         if (prior) {
@@ -197,7 +204,7 @@ export function createTopupHandler(options: TopupHandlerOptions): Middleware {
         // the nonce is the one its (HMAC-verified) challenge carries, as mppx's binding check wants
         // (none for a challenge issued before nonces were: it stays valid until it expires).
         const nonce = verified ? verified.nonce : randomBytes(12).toString('base64url');
-        const { server, observation } = serverFor(Boolean(bearer));
+        const { server, observation } = serverFor(Boolean(bearer), verified?.realm);
         const handle = server.charge({ amount: formatCents(cents), description: `Prepaid balance top-up ${formatCents(cents)} ${TOPUP_CURRENCY}`, expires: new Date(now() + ttlMinutes * 60_000), ...(nonce ? { meta: { n: nonce } } : {}) });
         const result = await handle(toFetchRequest(ctx, credentialHeader));
 
@@ -406,7 +413,7 @@ async function readBody(ctx: Context): Promise<unknown> {
  * The challenge id (and expiry) of a Payment credential, only if its HMAC proves we issued it (the
  * same check mppx makes), so an attacker cannot make us look up or lock arbitrary ids.
  */
-function verifiedChallenge(header: string | undefined, secretKey: string): { id: string; expires: string | undefined; nonce: string | undefined } | null {
+function verifiedChallenge(header: string | undefined, secretKey: string): { id: string; realm: string; expires: string | undefined; nonce: string | undefined } | null {
   if (!header) return null;
   try {
     const payment = Credential.extractPaymentScheme(header);
@@ -415,7 +422,7 @@ function verifiedChallenge(header: string | undefined, secretKey: string): { id:
     const c = credential.challenge;
     if (!Challenge.verify(c, { secretKey })) return null;
     const meta = c.meta ?? (c.opaque ? (PaymentRequest.deserialize(c.opaque) as Record<string, unknown>) : undefined);
-    return { id: c.id, expires: c.expires, nonce: typeof meta?.n === 'string' ? meta.n : undefined };
+    return { id: c.id, realm: c.realm, expires: c.expires, nonce: typeof meta?.n === 'string' ? meta.n : undefined };
   } catch {
     return null; // malformed: mppx will answer it with a fresh challenge
   }
