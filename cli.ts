@@ -404,16 +404,16 @@ ledgerOptions(
   ledger
     .command('export')
     .description('write the whole ledger (accounts, draws, entries, top-ups) as newline-delimited JSON, from one consistent snapshot; the same bytes from either backend')
-    .option('--out <file>', 'write to this file instead of standard output'),
+    .option('--out <file>', 'write to this new file (mode 0600) instead of standard output; an existing file is never replaced, and a failed export leaves none'),
 ).action(async (o: { dir: string; url?: string; out?: string }) => {
-  const { exportLedgerAt } = await import('./payments/ledger/ops.ts');
-  const { createWriteStream } = await import('node:fs');
-  const out = o.out ? createWriteStream(o.out, { flags: 'wx', mode: 0o600 }) : process.stdout;
-  await exportLedgerAt(ledgerAt(o), (chunk) => (out.write(chunk) ? undefined : new Promise<void>((r) => out.once('drain', () => r()))));
+  const { exportLedgerAt, exportLedgerToFile, describeLedger } = await import('./payments/ledger/ops.ts');
+  const at = ledgerAt(o);
   if (o.out) {
-    await new Promise<void>((resolveEnd, reject) => (out as import('node:fs').WriteStream).end((err?: Error | null) => (err ? reject(err) : resolveEnd())));
-    console.error(`exported to ${o.out}`);
+    await exportLedgerToFile(at, o.out);
+    console.error(`ledger ${describeLedger(at)}: exported to ${o.out}`);
+    return;
   }
+  await exportLedgerAt(at, (chunk) => (process.stdout.write(chunk) ? undefined : new Promise<void>((r) => process.stdout.once('drain', () => r()))));
 });
 
 ledgerOptions(
