@@ -34,6 +34,7 @@ export const PROBLEM_TYPES: readonly ProblemType[] = [
   p('product-unavailable', 404, "the product is in the catalogue but has no live units yet (`live_unit_count` 0); `reason` says why, from the catalogue's `_health.rollup_reason`", 'Choose another product; the catalogue shows when this one has live units.'),
   p('no-matching-units', 404, 'the query matched no unit of the product', "Try other words (the product's `example_query` shows one that matches), or another product."),
   p('not-found', 404, 'no such document', 'Check the address; the well-known index (/.well-known/api-catalog) and the OpenAPI document list every one.'),
+  p('foreign-origin', 403, "the MCP endpoint was asked under an address that is not the service's own: its `Host` or `Origin` names another site (a web page that resolved its own name to this service's address: DNS rebinding); `detail` names the header", "Send the request to the service's own address (the catalogue's `mcp_url`), without an `Origin` of another site; nothing was done."),
   p('method-not-allowed', 405, 'the path exists but not with this method', 'Use the method the OpenAPI document gives for this path (`Allow` lists them).'),
   p('request-timeout', 408, "the request (headers and body) was not received within the server's request timeout; the connection is closed", 'Send the whole request at once, on a new connection.'),
   p('quote-paid-by-another-balance', 409, 'the quote was already paid from a different balance', 'Ask for a new quote (the same request without quote_id) and pay that one.'),

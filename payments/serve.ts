@@ -175,6 +175,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     processor,
     rateLimit: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst, tokenPerSecond: config.rateLimitTokenPerSecond, tokenBurst: config.rateLimitTokenBurst },
     trustProxy: config.trustProxy,
+    listenHost: config.host,
     ops: { metrics, operatorToken: config.operatorToken, readiness, versions: () => releases.versions() },
     ...(opts.mount ? { mount: opts.mount } : {}),
   });
