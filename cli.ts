@@ -304,7 +304,7 @@ buyerOptions(
     .option('--journal <file>', 'the receipts journal (NDJSON, appended, mode 0600); default $XDG_STATE_HOME/lds/receipts.ndjson')
     .option('--out <file>', 'write the units, attribution and receipt (the paid answer) to this JSON file'),
 )
-  .addHelpText('after', `\nExamples:\n  ${TOKEN_ENV}=lds_bal_… npx lds buy --product svc-language-eu --query court --limit 5 --max 0.50\n  npx lds buy --product svc-language-eu --unit REF1 REF2 --max 0.20 --auto-topup 5.00 --token-file ~/.lds-token --out units.json\n\nA refusal by the spending policy names the limit and the amount asked, pays nothing and exits 1.`)
+  .addHelpText('after', `\nExamples:\n  ${TOKEN_ENV}=lds_bal_… npx lds buy --product svc-language-eu --query court --limit 5 --max 0.50\n  npx lds buy --product svc-language-eu --unit REF1 REF2 --max 0.20 --auto-topup 5.00 --token-file ~/.config/lds/balance-token --out ~/units.json\n\nA refusal by the spending policy names the limit and the amount asked, pays nothing and exits 1.`)
   .action(async (o) => {
     const { runBuy } = await import('./cli/buy.ts');
     await runBuy(o, buyerIo());
