@@ -38,6 +38,13 @@ async function versionText(): Promise<string> {
 const DEFAULT_ORIGIN = 'http://127.0.0.1:8080';
 
 /**
+ * The API base of every buyer command (topup, buy, balance, statement, rotate, mcp): --base-url,
+ * else LDS_BASE_URL, as the client package, `lds mcp` and `lds build` read it, else the local service.
+ */
+const buyerBaseUrl = () => process.env.LDS_BASE_URL || DEFAULT_BASE_URL;
+const BUYER_BASE_URL_HELP = "the service's API base (also LDS_BASE_URL)";
+
+/**
  * Commander checks required options before unknown ones, so `lds buy --prodcut x` said "required
  * option '--product' not specified" instead of naming the typo. For every command, the required
  * options are checked just before the action instead (a preAction hook runs after commander's
@@ -265,7 +272,7 @@ program
   .requiredOption('--amount <eur>', 'amount in EUR as a decimal string, e.g. 5.00 (at least the service\'s minimum)')
   .option('--token <token>', `add to this existing balance instead of opening a new one; "-" reads the token from standard input. Without --token, the balance in ${TOKEN_ENV} is credited when that is set. Prefer "-" or the variable: a token on the command line shows in shell history and ps`)
   .option('--spt <token>', 'Stripe Shared Payment Token that pays; the sandbox processor accepts any spt_… except spt_sandbox_decline (declined) and spt_sandbox_requires_action (needs customer action)', DEFAULT_SPT)
-  .option('--base-url <url>', 'the service\'s API base', DEFAULT_BASE_URL)
+  .option('--base-url <url>', BUYER_BASE_URL_HELP, buyerBaseUrl())
   .option('--json', 'print the answer as one JSON object (balance_token only for a new balance)')
   .addHelpText('after', `\nExamples:\n  npx lds topup --amount 5.00\n  ${TOKEN_ENV}=lds_bal_… npx lds topup --amount 20.00\n  npx lds topup --amount 20.00 --token - < token.txt\n\nExits 1 with the service\'s reason when the top-up is refused (declined, below the minimum, unknown balance, …).`)
   .action(async (o: { amount: string; token?: string; spt: string; baseUrl: string; json?: boolean }) => {
@@ -278,7 +285,7 @@ const buyerIo = () => ({ env: process.env, stdout: (l: string) => console.log(l)
 const TOKEN_HELP = `the balance token comes from ${TOKEN_ENV} or --token-file, never from the command line`;
 const buyerOptions = (c: Command) =>
   c
-    .option('--base-url <url>', 'the service\'s API base', DEFAULT_BASE_URL)
+    .option('--base-url <url>', BUYER_BASE_URL_HELP, buyerBaseUrl())
     .option('--token-file <file>', `file holding the balance token (mode 0600); ${TOKEN_ENV} takes precedence`)
     .option('--json', 'print the result as JSON on standard output');
 
@@ -297,7 +304,7 @@ buyerOptions(
     .option('--journal <file>', 'the receipts journal (NDJSON, appended, mode 0600); default $XDG_STATE_HOME/lds/receipts.ndjson')
     .option('--out <file>', 'write the units, attribution and receipt (the paid answer) to this JSON file'),
 )
-  .addHelpText('after', `\nExamples:\n  ${TOKEN_ENV}=lds_bal_… npx lds buy --product svc-language-eu --query court --limit 5 --max 0.50\n  npx lds buy --product svc-language-eu --unit REF1 REF2 --max 0.20 --auto-topup 5.00 --token-file ~/.lds-token --out units.json\n\nA refusal by the spending policy names the limit and the amount asked, pays nothing and exits 1.`)
+  .addHelpText('after', `\nExamples:\n  ${TOKEN_ENV}=lds_bal_… npx lds buy --product svc-language-eu --query court --limit 5 --max 0.50\n  npx lds buy --product svc-language-eu --unit REF1 REF2 --max 0.20 --auto-topup 5.00 --token-file ~/.config/lds/balance-token --out ~/units.json\n\nA refusal by the spending policy names the limit and the amount asked, pays nothing and exits 1.`)
   .action(async (o) => {
     const { runBuy } = await import('./cli/buy.ts');
     await runBuy(o, buyerIo());
@@ -354,7 +361,7 @@ receipts
 program
   .command('mcp')
   .description(`a stdio MCP server for agent hosts (Claude Desktop and Code, VS Code, Cursor) over the client package: find products, quote, buy within the spending policy (above --approve-above: the person approves, or nothing is paid), balance, statement, verify the journal. The token and the policy come from this configuration, never from the model; ${TOKEN_HELP}`)
-  .option('--base-url <url>', "the service's API base (also LDS_BASE_URL)", process.env.LDS_BASE_URL || DEFAULT_BASE_URL)
+  .option('--base-url <url>', BUYER_BASE_URL_HELP, buyerBaseUrl())
   .option('--token-file <file>', `file holding the balance token (mode 0600); ${TOKEN_ENV} takes precedence`)
   .option('--max <eur>', 'required: refuse a draw that costs more than this (also LDS_MAX_PER_DRAW)', process.env.LDS_MAX_PER_DRAW)
   .option('--max-per-day <eur>', 'required: refuse a draw that would take the paid draws of the last 24 hours (counted in the journal, across processes) above this (also LDS_MAX_PER_DAY)', process.env.LDS_MAX_PER_DAY)
@@ -397,16 +404,16 @@ ledgerOptions(
   ledger
     .command('export')
     .description('write the whole ledger (accounts, draws, entries, top-ups) as newline-delimited JSON, from one consistent snapshot; the same bytes from either backend')
-    .option('--out <file>', 'write to this file instead of standard output'),
+    .option('--out <file>', 'write to this new file (mode 0600) instead of standard output; an existing file is never replaced, and a failed export leaves none'),
 ).action(async (o: { dir: string; url?: string; out?: string }) => {
-  const { exportLedgerAt } = await import('./payments/ledger/ops.ts');
-  const { createWriteStream } = await import('node:fs');
-  const out = o.out ? createWriteStream(o.out, { flags: 'wx', mode: 0o600 }) : process.stdout;
-  await exportLedgerAt(ledgerAt(o), (chunk) => (out.write(chunk) ? undefined : new Promise<void>((r) => out.once('drain', () => r()))));
+  const { exportLedgerAt, exportLedgerToFile, describeLedger } = await import('./payments/ledger/ops.ts');
+  const at = ledgerAt(o);
   if (o.out) {
-    await new Promise<void>((resolveEnd, reject) => (out as import('node:fs').WriteStream).end((err?: Error | null) => (err ? reject(err) : resolveEnd())));
-    console.error(`exported to ${o.out}`);
+    await exportLedgerToFile(at, o.out);
+    console.error(`ledger ${describeLedger(at)}: exported to ${o.out}`);
+    return;
   }
+  await exportLedgerAt(at, (chunk) => (process.stdout.write(chunk) ? undefined : new Promise<void>((r) => process.stdout.once('drain', () => r()))));
 });
 
 ledgerOptions(

@@ -14,7 +14,7 @@
 //   LDS_BALANCE_TOKEN it prints the new one once, as the service shows it once. It records the
 //   rotation in the journal (the hints of the old and new token, never a token), so `receipts
 //   reconcile` knows the lines of the old token belong to the same balance.
-import { chmod, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { LdsClient, LdsError, apiBase, isWellFormedToken, parseAmountCents, type ClientOptions } from 'lds-catalogue-client';
@@ -59,7 +59,14 @@ export async function readToken(env: NodeJS.ProcessEnv, tokenFile?: string, o: {
     mode = (await stat(file)).mode;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new BuyCliError(`--token-file ${tokenFile}: ${(err as Error).message}`);
-    if (o.mayCreate) return { from: tokenFile, file };
+    if (o.mayCreate) {
+      // Made now, before anything is paid, so that the token of a balance opened later has a place
+      // to go: owner-only when this makes it (an existing folder is left as it is).
+      await mkdir(dirname(file), { recursive: true, mode: 0o700 }).catch((e: Error) => {
+        throw new BuyCliError(`--token-file ${tokenFile}: cannot make its folder (${e.message}); nothing was sent`);
+      });
+      return { from: tokenFile, file };
+    }
     throw new BuyCliError(`--token-file ${tokenFile}: no such file (${file}). Save the balance token there (one line, chmod 600), or set ${TOKEN_ENV}; \`lds buy --auto-topup 5.00 --token-file ${tokenFile}\` opens a balance and writes its token there`);
   }
   if (mode & 0o077) throw new BuyCliError(`--token-file ${tokenFile} can be read by others (mode ${(mode & 0o777).toString(8)}): run chmod 600 ${tokenFile}`);

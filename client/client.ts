@@ -45,6 +45,12 @@ export function apiBase(baseUrl: string, name = 'baseUrl'): { base: string; orig
   return { base: `${url.origin}${path}`, origin: url.origin };
 }
 
+/** Where a retried request went, for a progress line: origin and path, so the line names the host (no query). */
+function retryTarget(url: string): string {
+  const u = new URL(url);
+  return `${u.origin}${u.pathname}`;
+}
+
 /** The hint of a balance token kept in the journal (never the token): `bal#` + 8 hex of its SHA-256. */
 export function tokenHintOf(token: string): string {
   return tokenHint(createHash('sha256').update(token, 'utf8').digest('hex'));
@@ -106,7 +112,7 @@ export class LdsClient {
       fetch: sameOriginFetch(o.fetch ?? globalThis.fetch, this.origin),
       sleep: o.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms))),
       random: Math.random,
-      onRetry: progress ? (i) => progress(this.redact(`${i.why} from ${new URL(i.url).pathname}: retrying in ${(i.waitMs / 1000).toFixed(1)} s (attempt ${i.attempt + 1})`)) : undefined,
+      onRetry: progress ? (i) => progress(this.redact(`${i.why} from ${retryTarget(i.url)}: retrying in ${(i.waitMs / 1000).toFixed(1)} s (attempt ${i.attempt + 1})`)) : undefined,
     };
   }
 

@@ -175,6 +175,7 @@ export async function startServer(config: ServiceConfig, opts: StartOptions = {}
     processor,
     rateLimit: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst, tokenPerSecond: config.rateLimitTokenPerSecond, tokenBurst: config.rateLimitTokenBurst },
     trustProxy: config.trustProxy,
+    listenHost: config.host,
     ops: { metrics, metricsToken: config.metricsToken, readiness, versions: () => releases.versions() },
     ...(opts.mount ? { mount: opts.mount } : {}),
   });

@@ -73,4 +73,29 @@ test('a receipts journal others can read or write is refused, naming it and the 
   assert.is((await stat(fresh)).mode & 0o777, 0o600);
 });
 
+// Issue 50, item 15: `lds balance`, `statement`, … went to :8080 whatever LDS_BASE_URL said (the client
+// package, `lds mcp` and `lds build` honour it), and their retry lines named only the path. Every buyer
+// command now takes its base from LDS_BASE_URL when --base-url is not given, and every line about an
+// unanswered request names the host it went to. Nothing listens at the base, so each ends in an error.
+test('every buyer command goes to LDS_BASE_URL when --base-url is not given, and its retry and error lines name that host', async () => {
+  const journal = join(dir, 'base-url-journal.ndjson');
+  const host = new URL(base).host;
+  const commands = [
+    ['balance'],
+    ['statement'],
+    ['rotate', '--journal', journal],
+    ['topup', '--amount', '5.00'],
+    ['buy', '--product', 'svc-agriculture-eu', '--query', 'x', '--max', '0.50', '--journal', journal],
+  ];
+  const runs = await Promise.all(commands.map((args) => run(args, { LDS_BALANCE_TOKEN: TOKEN, LDS_BASE_URL: base })));
+  runs.forEach((r, i) => {
+    const cmd = commands[i]![0];
+    oneError(r, new RegExp(`error: .*${host.replace(/[.]/g, '\\.')}/v1/lds/`));
+    assert.not.match(r.stderr, /:8080/, `${cmd} went to the default address: ${r.stderr}`);
+    const retries = r.stderr.split('\n').filter((l) => /retrying in/.test(l));
+    for (const line of retries) assert.ok(line.includes(`http://${host}/v1/lds/`), `${cmd}: the retry line names the host: ${line}`);
+    if (cmd === 'balance' || cmd === 'statement' || cmd === 'buy') assert.ok(retries.length > 0, `${cmd} retried: ${r.stderr}`);
+  });
+});
+
 test.run();

@@ -55,7 +55,8 @@ const buy = (args: string[], env: Record<string, string> = {}) => cliAsync(['buy
 
 test('lds buy --max --auto-topup on a fresh balance: tops up, pays, verifies, journals; the journal re-verifies offline; one debit', async () => {
   const d = await dir();
-  const [tokenFile, journal, out] = [join(d, 'token'), join(d, 'receipts.ndjson'), join(d, 'units.json')];
+  // The token file's folder does not exist yet (~/.config/lds on a first run, docs/buying.md): made 0700.
+  const [tokenFile, journal, out] = [join(d, 'config', 'lds', 'token'), join(d, 'receipts.ndjson'), join(d, 'units.json')];
   const units = refs.slice(0, 3);
   const price = await priceOf(units);
   const r = await buy(['--unit', ...units, '--max', price, '--auto-topup', '5.00', '--token-file', tokenFile, '--journal', journal, '--out', out, '--json']);
@@ -67,6 +68,7 @@ test('lds buy --max --auto-topup on a fresh balance: tops up, pays, verifies, jo
 
   // The new balance's token is in the token file, 0600, and nowhere in the output.
   assert.is((await stat(tokenFile)).mode & 0o777, 0o600);
+  assert.is((await stat(join(d, 'config', 'lds'))).mode & 0o777, 0o700, 'the folder buy made for the token file is owner-only');
   const token = (await readFile(tokenFile, 'utf8')).trim();
   assert.match(token, TOKEN_RE);
   assert.not.ok((r.stdout + r.stderr).includes(token), 'the token is not printed');

@@ -48,6 +48,11 @@ test('index.html from nginx lists all 14 products with counts, prices, licences 
   assert.ok(res);
   assert.is(res!.status(), 200);
   assert.is(res!.headers()['content-type'], 'text/html; charset=utf-8');
+  // Issue 50, item 6: nginx sends the page's strict policy from the generated include, and the page
+  // still renders under it (its one inline stylesheet applies: the skip link is off-screen).
+  assert.match(res!.headers()['content-security-policy'] ?? '', /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'$/);
+  assert.is(res!.headers()['referrer-policy'], 'no-referrer');
+  assert.is(await page.evaluate(() => getComputedStyle(document.querySelector('.skip')!).left), '-999px');
   assert.is(await page.title(), catalogue['dct:title']);
   assert.is(await page.getAttribute('html', 'lang'), 'en');
   assert.is(await page.locator('h1').count(), 1);

@@ -156,6 +156,31 @@ test('renames, added and removed products, a released source, a ruling and an ad
   assert.equal(c.review, ['licences', 'sources released', 'products removed']);
 });
 
+// Issue 50, item 13: a local build for another port (the service moved from 8080 to 18611) changed every
+// address from one loopback origin to another, and `lds diff` reported it as a change buyers see.
+test('addresses that move between loopback origins (a local build for another port) are listed apart, not as a change a buyer sees', () => {
+  const old = catalogueOf(base);
+  assert.match(old.base_url, /^http:\/\/127\.0\.0\.1:\d+\/v1$/, 'the shared build is a local one');
+  const next: CatalogueDoc = structuredClone(old);
+  const moved = (url: string) => url.replace(/^http:\/\/127\.0\.0\.1:\d+/, 'http://127.0.0.1:18611');
+  next.base_url = moved(old.base_url);
+  next.mcp_url = moved(old.mcp_url);
+  next.docs_url = moved(old.docs_url).replace('127.0.0.1', 'localhost');
+  const c = diffCatalogues(old, next);
+  assert.is(c.change_count, 0);
+  assert.equal(c.addresses, []);
+  assert.equal(c.local_addresses.map((a) => [a.field, a.new]), [['base_url', next.base_url], ['mcp_url', next.mcp_url], ['docs_url', next.docs_url]]);
+  const md = diffMarkdown(c);
+  assert.match(md, 'No change a buyer sees.');
+  assert.match(md, '### Local addresses (not a change a buyer sees)');
+  assert.match(md, `| base_url | ${old.base_url} | ${next.base_url} |`);
+  // From a loopback address to a public one (or back) is still a change buyers see.
+  next.base_url = 'https://lds.example.org/v1';
+  const published = diffCatalogues(old, next);
+  assert.is(published.change_count, 1);
+  assert.equal(published.addresses.map((a) => a.field), ['base_url']);
+});
+
 test('a price from zero has no percentage; a table cell keeps its pipes escaped', () => {
   const old = catalogueOf(base);
   const next: CatalogueDoc = structuredClone(old);

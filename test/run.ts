@@ -49,23 +49,29 @@ import { createHash } from 'node:crypto';
 import { chmodSync, statfsSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fixtureCacheRoot, pruneFixtureCache } from './helpers/fixture-cache.ts';
+import { failureDir, writeFailureLog, type FailedRun } from './helpers/failure-log.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, '..');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const filters = args.filter((a) => a !== '--quick');
+/**
+ * Where the suites are: test/, or LDS_TEST_SUITES_DIR (the runner's own test runs it over a folder of
+ * fixture suites, test/runner.test.ts); such a folder's suites run through tsx, uncompiled.
+ */
+const suitesDir = process.env.LDS_TEST_SUITES_DIR ? resolve(process.env.LDS_TEST_SUITES_DIR) : here;
 
 type Backend = 'level' | 'postgres';
 /** Quick runs stay in-process and off PostgreSQL: a file on both ledgers runs on LevelDB only. */
 const only = (quick ? 'level' : process.env.LDS_TEST_BACKEND) as Backend | undefined;
 
 /** The header of a test file: the comment lines that declare how the runner treats it. */
-const headerOf = (file: string) => readFileSync(join(here, file), 'utf8').slice(0, 2000);
-const files = readdirSync(here)
+const headerOf = (file: string) => readFileSync(join(suitesDir, file), 'utf8').slice(0, 2000);
+const files = readdirSync(suitesDir)
   .filter((f) => f.endsWith('.test.ts'))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .filter((f) => !quick || /^\/\/ @tier: quick\b/m.test(headerOf(f)))
@@ -105,7 +111,7 @@ const lastDurations = readDurations(DURATIONS);
  */
 const knownDurations = readDurations(join(here, 'durations.json'));
 /** Expected seconds: this machine's last run's, else the development machine's, else a guess from the file's size (about 1 s per KB). */
-const expected = (file: string, backend: Backend | null) => lastDurations[runName(file, backend)] ?? knownDurations[runName(file, backend)] ?? statSync(join(here, file)).size / 1000;
+const expected = (file: string, backend: Backend | null) => lastDurations[runName(file, backend)] ?? knownDurations[runName(file, backend)] ?? statSync(join(suitesDir, file)).size / 1000;
 const runs = files
   .flatMap((file) => backendsOf(file).map((backend) => ({ file, backend })))
   .sort((a, b) => expected(b.file, b.backend) - expected(a.file, a.backend));
@@ -304,7 +310,7 @@ let cpuReports = 0;
 function runFile(file: string, backend: Backend | null, slot: number): Promise<Finished> {
   return new Promise((resolve) => {
     const started = performance.now();
-    const program = compiled ? ['--enable-source-maps', join(compiled, 'test', file.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', join(here, file)];
+    const program = compiled ? ['--enable-source-maps', join(compiled, 'test', file.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', join(suitesDir, file)];
     const n = cpuReports++;
     const cpuOut = join(runTmp, `cpu-${n}`);
     // The file's own temporary folder, removed as soon as it ends (while the other files run) rather
@@ -411,13 +417,16 @@ const removals: Promise<void>[] = [];
 // waits on its own programs: two compilers, a server's start). The suites' bundles wait for build/.
 const setupStarted = performance.now();
 const buildDone = ensureBuild();
-const [compiled] = await Promise.all([!process.env.LDS_TEST_TSX && existsSync(join(repo, 'tsconfig.test.json')) ? compiledSuites(buildDone) : null, buildDone, startRunPostgres()]);
+const [compiled] = await Promise.all([!process.env.LDS_TEST_TSX && suitesDir === here && existsSync(join(repo, 'tsconfig.test.json')) ? compiledSuites(buildDone) : null, buildDone, startRunPostgres()]);
 console.log(`# ready to run the suites after ${((performance.now() - setupStarted) / 1000).toFixed(1)} s (build/, the suites' compile${pgStop ? ', PostgreSQL' : ''})`);
 // Where the suites find the programs they start by path, compiled too (test/helpers/own-programs.ts).
 if (compiled) process.env.LDS_TEST_COMPILED = compiled;
 
 const sum = { passed: 0, failed: 0, skipped: 0 };
 const failedFiles: string[] = [];
+/** Each failed file's whole output, kept in a file named at the end (test/helpers/failure-log.ts). */
+const failures: FailedRun[] = [];
+const runStartedAt = new Date();
 const skipReasons: string[] = [];
 const took: Record<string, number> = { ...lastDurations };
 const thisRun: [string, number, number | null][] = [];
@@ -432,6 +441,7 @@ async function worker(slot: number): Promise<void> {
       console.log(`\n# ${file}\nnot run: no PostgreSQL (see the error above)`);
       sum.failed++;
       failedFiles.push(`${file} (no PostgreSQL)`);
+      failures.push({ name: file, file: name, backend, why: 'not run: no PostgreSQL', seconds: 0, output: `${pgMissing}\n` });
       continue;
     }
     const t = await runFile(name, backend, slot);
@@ -441,7 +451,11 @@ async function worker(slot: number): Promise<void> {
     sum.passed += t.passed;
     sum.failed += t.failed;
     sum.skipped += t.skipped;
-    if (t.failed > 0) failedFiles.push(file + (t.crashed ? ' (exited non-zero)' : t.empty ? ' (ran no tests)' : ''));
+    if (t.failed > 0) {
+      const why = t.crashed ? 'exited non-zero' : t.empty ? 'ran no tests' : `${t.failed} test${t.failed === 1 ? '' : 's'} failed`;
+      failedFiles.push(file + (t.crashed || t.empty ? ` (${why})` : ''));
+      failures.push({ name: file, file: name, backend, why, seconds: t.seconds, output: t.output });
+    }
     skipReasons.push(...t.skips);
   }
 }
@@ -464,6 +478,13 @@ console.log(`\nslowest files (of ${thisRun.length} runs: ${fileSeconds.toFixed(0
 for (const [file, seconds, cpu] of slowest) console.log(`  ${seconds.toFixed(1).padStart(6)} s ${cpu === null ? '' : `${cpu.toFixed(1).padStart(6)} CPU-s`}  ${file}`);
 if (skipReasons.length) console.log(`\nskipped:\n${skipReasons.map((r) => `  ${r}`).join('\n')}`);
 if (failedFiles.length) console.log(`\nfailing files: ${failedFiles.join(', ')}`);
+// Never in the way of the closing line: a log that cannot be written is said, and the run still ends with it.
+try {
+  const log = writeFailureLog(failureDir(osTmp), failures, { startedAt: runStartedAt, repo, command: `npm test${args.length ? ` -- ${args.join(' ')}` : ''}` });
+  if (log) console.log(`the whole output of each failing file, its seeds and how to run it again: ${log}`);
+} catch (err) {
+  console.log(`the failing files' output could not be kept: ${(err as Error).message}`);
+}
 console.log(`\n${sum.passed} passed, ${sum.failed} failed${sum.skipped ? `, ${sum.skipped} skipped` : ''}`);
 // Exit explicitly: whatever a helper left running, the status is what the tests said.
 process.exit(sum.failed > 0 || runs.length === 0 ? 1 : 0);

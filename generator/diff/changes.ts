@@ -5,10 +5,12 @@
 // What counts as a change a buyer sees: products added, removed or renamed; a price the publisher
 // set (draw unit price, bulk unit rate, minimum charge); unit and row counts; licence rulings and
 // attributions; a source held, released, added, removed or otherwise changing status; the four
-// public addresses; any other product field shown to buyers (description, keywords, launch state,
+// public addresses (not a move between two loopback addresses, which only a local build makes: those
+// are listed apart); any other product field shown to buyers (description, keywords, launch state,
 // the sources a product draws from, health, ...); the catalogue's own title, description, licence,
 // currency and minimum top-up. The version, the store version and the build time are reported but
 // are not changes on their own: they move with every rebuild that uses another SOURCE_DATE_EPOCH.
+import { isLoopbackUrl } from '../../contract/addresses.ts';
 import type { CatalogueDoc, CatalogueProduct, CatalogueSource, LicenceBasis } from '../../contract/catalogue.ts';
 
 export interface Change<T> {
@@ -118,6 +120,11 @@ export interface CatalogueChanges {
   };
   licences: LicenceChange[];
   addresses: FieldChange[];
+  /**
+   * Addresses that moved from one loopback address to another (a local build for another port:
+   * 8080 → 18611): no buyer reaches either, so they are listed apart and are not a change a buyer sees.
+   */
+  local_addresses: FieldChange[];
   product_fields: ProductFieldChange[];
   catalogue_fields: FieldChange[];
 }
@@ -233,6 +240,7 @@ export function diffCatalogues(oldDoc: CatalogueDoc, newDoc: CatalogueDoc): Cata
     sources: { held: [], released: [], status: [] },
     licences: [],
     addresses: [],
+    local_addresses: [],
     product_fields: [],
     catalogue_fields: [],
   };
@@ -284,8 +292,11 @@ export function diffCatalogues(oldDoc: CatalogueDoc, newDoc: CatalogueDoc): Cata
       if (ol[field] !== nl[field]) changes.licences.push({ source: id, field, old: ol[field], new: nl[field] });
   }
 
-  for (const field of ADDRESS_FIELDS)
-    if (oldDoc[field] !== newDoc[field]) changes.addresses.push({ field, old: oldDoc[field], new: newDoc[field] });
+  for (const field of ADDRESS_FIELDS) {
+    if (oldDoc[field] === newDoc[field]) continue;
+    const local = isLoopbackUrl(oldDoc[field]) && isLoopbackUrl(newDoc[field]);
+    (local ? changes.local_addresses : changes.addresses).push({ field, old: oldDoc[field], new: newDoc[field] });
+  }
   for (const { field, get } of CATALOGUE_FIELDS)
     if (!same(get(oldDoc), get(newDoc))) changes.catalogue_fields.push({ field, old: get(oldDoc), new: get(newDoc) });
 

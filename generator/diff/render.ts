@@ -70,6 +70,10 @@ export function diffMarkdown(c: CatalogueChanges): string {
   section('Units and rows per source', c.source_counts.length ? table(['source', 'units', 'rows'], c.source_counts.map((s) => [s.source, delta(s.units), delta(s.rows)])) : []);
   section('Licence rulings and attributions', c.licences.length ? table(['source', 'field', 'old', 'new'], c.licences.map((l) => [l.source, l.field, l.old, l.new])) : []);
   section('Addresses', c.addresses.length ? table(['address', 'old', 'new'], c.addresses.map((a) => [a.field, a.old, a.new])) : []);
+  section('Local addresses (not a change a buyer sees)', c.local_addresses.length ? [
+    'Both addresses are on this machine (a local build for another port or loopback name); no buyer reaches either.', '',
+    ...table(['address', 'old', 'new'], c.local_addresses.map((a) => [a.field, a.old, a.new])),
+  ] : []);
   section('Other product fields', c.product_fields.length ? table(['product', 'field', 'old', 'new'], c.product_fields.map((f) => [f.product_id, f.field, f.old, f.new])) : []);
   section('Catalogue', c.catalogue_fields.length ? table(['field', 'old', 'new'], c.catalogue_fields.map((f) => [f.field, f.old, f.new])) : []);
   return out.join('\n') + '\n';

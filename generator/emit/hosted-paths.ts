@@ -3,6 +3,7 @@
 // the one answer every web server form gives for any other path (notFound).
 import { problemBase } from '../../contract/problems.ts';
 import type { Coding, EmitContext, OutputFile } from './types.ts';
+import { PAGE_CSP, PAGE_REFERRER_POLICY } from './page.ts';
 
 const STATIC_MAX_AGE = 3600;
 
@@ -40,6 +41,8 @@ export function hostedPaths(ctx: EmitContext, files: OutputFile[]): HostedPath[]
         ['Cache-Control', cacheControl(ctx, f)],
         ['ETag', `"${ctx.version}"`],
         ['X-Content-Type-Options', 'nosniff'],
+        // The pages for people (every one drawn by page.ts): a strict policy, and no referrer.
+        ...(f.contentType.startsWith('text/html') ? ([['Content-Security-Policy', PAGE_CSP], ['Referrer-Policy', PAGE_REFERRER_POLICY]] as [string, string][]) : []),
         ...(f.path.startsWith('.well-known/') || f.path.startsWith('v1/') ? [['Access-Control-Allow-Origin', '*'] as [string, string]] : []),
       ] as [string, string][],
       codings: f.codings ?? [],

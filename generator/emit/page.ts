@@ -2,6 +2,7 @@
 // documentation and the problem pages, markdown-page.ts): one shell, so every page has the
 // language, a title, one h1, a skip link, landmarks and the same footer. Self-contained: inline
 // CSS, no scripts, no external assets.
+import { createHash } from 'node:crypto';
 import type { EmitContext } from './types.ts';
 import { siteUrls } from './site.ts';
 
@@ -48,6 +49,23 @@ dl.facts dd{margin:0}
 .health-unavailable{color:var(--bad)}
 footer{margin-top:3rem;padding-bottom:2rem;border-top:1px solid var(--line);color:var(--muted);font-size:.9rem}
 `.trim();
+
+/**
+ * The Content-Security-Policy of every page (hosted-paths.ts sends it with each HTML document, from
+ * the service and from every generated server rule): nothing may load or run but the page's own
+ * inline stylesheet, named by its hash. No scripts, frames, images, fonts or fetches (the pages have
+ * none); no page may frame one (frame-ancestors), re-base its links (base-uri) or submit a form.
+ */
+export const PAGE_CSP = [
+  "default-src 'none'",
+  `style-src 'sha256-${createHash('sha256').update(CSS).digest('base64')}'`,
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
+
+/** Links from the pages lead to the sources' and licences' own sites: they learn nothing of the page. */
+export const PAGE_REFERRER_POLICY = 'no-referrer';
 
 export function page(ctx: EmitContext, o: { title: string; description: string; crumbs?: string; body: string }): string {
   const c = ctx.catalogue;

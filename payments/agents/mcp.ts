@@ -52,6 +52,11 @@ export interface McpOptions {
   topupUrl?: string;
   /** Draw-request bounds from the OpenAPI document, so the advertised input schemas match the HTTP API. */
   bounds?: AgentBounds;
+  /**
+   * The header (Host or Origin) of a request that names another site, or null (own-origin.ts): such a
+   * request is refused with 403 foreign-origin before anything else (DNS rebinding). Absent: not checked.
+   */
+  foreignHeader?: (host: string | undefined, origin: string | undefined) => { header: 'Host' | 'Origin'; value: string } | null;
 }
 
 // ---- catalogue view (the service's snapshot; only the fields the tools read) ----
@@ -425,6 +430,8 @@ export function createMcpMiddleware(service: DrawService, opts: McpOptions = {})
   const tools = listing(defs);
   return async (ctx, next) => {
     if (ctx.path !== path && ctx.path !== `${path}/`) return next();
+    const foreign = opts.foreignHeader?.(ctx.req.headers.host, ctx.req.headers.origin);
+    if (foreign) throw problems.foreignOrigin(foreign.header, foreign.value);
     if (ctx.method !== 'POST') {
       ctx.status = 405;
       ctx.set('Allow', 'POST');

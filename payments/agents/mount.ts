@@ -10,6 +10,7 @@ import type { Middleware } from 'koa';
 import type { Mount, MountContext } from '../http/app.ts';
 import { createA2aMiddleware, DrawTaskStore } from './a2a.ts';
 import { createMcpMiddleware } from './mcp.ts';
+import { foreignHeader, ownOrigins } from './own-origin.ts';
 import { createRequestValidator } from '../http/openapi-validate.ts';
 
 export const AGENT_CARD_URL_PATH = '/.well-known/agent-card.json';
@@ -38,7 +39,10 @@ function agentEndpoints(m: MountContext, taskStore: DrawTaskStore): Middleware {
   const { bounds } = createRequestValidator(m.site.json(`${m.basePath}/specification`));
   const card = m.site.json(AGENT_CARD_URL_PATH) as AgentCard;
   const topupUrl = `${m.baseUrl}/lds/balance/topup`;
-  const mcp = createMcpMiddleware(m.service, { path: mcpPath(m.mcpUrl), bounds, topupUrl, maxBodyBytes: bounds.maxBodyBytes });
+  // The release's own addresses: a build for another address, once served, brings its own.
+  const c = m.service.catalogue() as { base_url: string; mcp_url?: string; docs_url?: string };
+  const own = ownOrigins([c.base_url, c.mcp_url ?? m.mcpUrl, c.docs_url ?? ''], m.listenHost);
+  const mcp = createMcpMiddleware(m.service, { path: mcpPath(m.mcpUrl), bounds, topupUrl, maxBodyBytes: bounds.maxBodyBytes, foreignHeader: (host, origin) => foreignHeader(own, host, origin) });
   const a2a = createA2aMiddleware(m.service, card, { bounds, maxBodyBytes: bounds.maxBodyBytes, taskStore });
   return (ctx, next) => mcp(ctx, () => a2a(ctx, next));
 }

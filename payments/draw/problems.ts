@@ -57,6 +57,8 @@ export const problems = {
       { store_version: storeVersion, expires_at: new Date(expiresAt).toISOString(), retry_after: retryAfterSeconds },
     ),
   /** The last word of the HTTP layer: nothing at this path, or not with this method. */
+  foreignOrigin: (header: 'Host' | 'Origin', value: string) =>
+    new Problem(403, 'foreign-origin', 'Foreign origin', `The ${header} header names ${JSON.stringify(value.slice(0, 200))}, which is not this service's address: the MCP endpoint answers only requests to its own address (the catalogue's mcp_url). Nothing was done.`, { header }),
   notFound: (path: string) => new Problem(404, 'not-found', 'Not found', `Nothing is published at ${path.slice(0, 200)}.`),
   methodNotAllowed: (path: string, allowed: readonly string[]) => new Problem(405, 'method-not-allowed', 'Method not allowed', `${path} answers ${allowed.join(', ')}.`),
 };

@@ -41,6 +41,8 @@ export interface MountContext {
   basePath: string;
   baseUrl: string;
   mcpUrl: string;
+  /** The address the server listens on (`--host`), for the agent endpoints' check of Host and Origin. */
+  listenHost?: string;
 }
 
 export type Mount = (m: MountContext) => void;
@@ -55,6 +57,8 @@ export interface AppOptions {
   /** Per client address, and per balance token (tokenPerSecond 0 or absent: no token limit). */
   rateLimit: { perSecond: number; burst: number; tokenPerSecond?: number; tokenBurst?: number };
   trustProxy?: boolean;
+  /** The address the server listens on (config.host), handed to the mounts. */
+  listenHost?: string;
   /** /healthz, /readyz, /metrics and the request metrics (payments/http/ops.ts). */
   ops?: OpsOptions;
   /** Signs receipts; its public keys are served as the JWKS. */
@@ -130,7 +134,7 @@ export function createApp(o: AppOptions): { app: Koa; router: Router } {
     return next();
   });
   const mounts = o.mount === undefined ? [] : Array.isArray(o.mount) ? o.mount : [o.mount];
-  for (const m of mounts) m({ app, router, service: o.service, site: o.site, logger: o.logger, basePath, baseUrl, mcpUrl: catalogue.mcp_url });
+  for (const m of mounts) m({ app, router, service: o.service, site: o.site, logger: o.logger, basePath, baseUrl, mcpUrl: catalogue.mcp_url, ...(o.listenHost !== undefined ? { listenHost: o.listenHost } : {}) });
   for (const path of literalPaths(router)) routePaths.add(path);
   app.use(fallback(router, o.site));
   return { app, router };

@@ -7,7 +7,9 @@
 // service answers over its ledger socket (level/admin.ts). PostgreSQL: a connection of our own, to
 // the server the URL leads to (several hosts: verify and export take the first that answers unless
 // target_session_attrs says otherwise, as libpq does; import and migrate the writable one).
-import { createReadStream } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { link, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { LedgerSettings } from './open.ts';
 import { openLedger } from './open.ts';
@@ -15,6 +17,11 @@ import { redactUrl } from './location.ts';
 import { readExport, writeExport } from './transfer.ts';
 import type { Violation } from './verify.ts';
 import type { DrawRecord, Ledger, TopupRecord } from './ledger.ts';
+
+/** One wording for every `ledger` command that finds no LevelDB ledger where it was sent. */
+function noLedgerAt(dir: string): string {
+  return `no ledger at ${dir} (nothing has been paid there yet, or LDS_LEDGER_DIR / --dir points elsewhere)`;
+}
 
 export function describeLedger(s: LedgerSettings): string {
   return s.ledgerUrl ? `PostgreSQL ${redactUrl(s.ledgerUrl)}` : `LevelDB ${s.ledgerDir}`;
@@ -27,12 +34,15 @@ async function withOwnLedger<T>(s: LedgerSettings, fn: (l: Ledger) => Promise<T>
   if (s.ledgerUrl) ledger = await openLedger(s, { migrate: o.migrate ?? false, target: o.create ? 'read-write' : 'any' });
   else {
     const { LevelLedger, LedgerLockedError, openLevelDb } = await import('./level/ledger.ts');
+    // A folder without LevelDB's CURRENT file holds no ledger: said as for a missing folder, before
+    // LevelDB opens it (opening writes LOCK and LOG into any folder, and then fails with no reason).
+    if (!o.create && !existsSync(join(s.ledgerDir, 'CURRENT'))) throw new Error(noLedgerAt(s.ledgerDir));
     try {
       if (!o.create) await (await openLevelDb(s.ledgerDir, { createIfMissing: false })).close(); // exists, and free
       ledger = await LevelLedger.open(s.ledgerDir);
     } catch (err) {
       if (err instanceof LedgerLockedError) return null;
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`no ledger at ${s.ledgerDir} (nothing has been paid there yet, or LDS_LEDGER_DIR / --dir points elsewhere)`);
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(noLedgerAt(s.ledgerDir));
       throw err;
     }
   }
@@ -57,6 +67,40 @@ export async function exportLedgerAt(s: LedgerSettings, write: (chunk: string) =
   if (own) return;
   const { adminSocketPath, askRunningService } = await import('./level/admin.ts');
   await askRunningService(adminSocketPath(s.ledgerDir), '/export', write);
+}
+
+/**
+ * `ledger export --out <file>`: never over an existing file, and never a partial one. The export is
+ * written to a temporary file beside `out` (owner-only) and linked to `out` once complete: link()
+ * fails rather than replace a file made meanwhile, and a failed export leaves nothing behind.
+ */
+export async function exportLedgerToFile(s: LedgerSettings, out: string): Promise<void> {
+  if (existsSync(out)) throw new Error(`--out ${out} already exists: name a new file (an export never replaces one); nothing was written`);
+  const partial = join(dirname(out), `.${basename(out)}.partial-${process.pid}`);
+  const stream = createWriteStream(partial, { flags: 'wx', mode: 0o600 });
+  const opened = new Promise<void>((resolveOpen, reject) => {
+    stream.once('open', () => resolveOpen());
+    stream.once('error', reject);
+  });
+  try {
+    await opened.catch((err: NodeJS.ErrnoException) => {
+      throw new Error(`cannot write beside --out ${out} (${err.code ?? err.message}): name a file in a folder you can write to; nothing was written`);
+    });
+    let failed: Error | undefined;
+    stream.on('error', (err) => (failed = err));
+    await exportLedgerAt(s, (chunk) => {
+      if (failed) throw failed;
+      return stream.write(chunk) ? undefined : new Promise<void>((r) => stream.once('drain', () => r()));
+    });
+    await new Promise<void>((resolveEnd, reject) => stream.end((err?: Error | null) => (err ? reject(err) : resolveEnd())));
+    if (failed) throw failed;
+    await link(partial, out).catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'EEXIST' ? new Error(`--out ${out} appeared while the export ran: name a new file; nothing was written`) : err;
+    });
+  } finally {
+    stream.destroy();
+    await unlink(partial).catch(() => {});
+  }
 }
 
 /** The draws and top-ups of one consistent snapshot (`ledger reconcile`), on either backend, while the service runs or not. */

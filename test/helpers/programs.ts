@@ -81,7 +81,14 @@ export function suiteNeeding(name: string, programs: Program[]): Test {
     return [];
   });
   if (missing.length === 0) return test;
-  const reason = missing.join('; ');
+  return suiteMissing(name, missing.join('; '));
+}
+
+/**
+ * The `test` of a suite that cannot run for `reason` (a program, or a tool it installs, is missing):
+ * skipped with one line saying why, or with LDS_REQUIRE_PROGRAMS=1 (CI) one failing test saying it.
+ */
+export function suiteMissing(name: string, reason: string): Test {
   if (process.env[REQUIRE_PROGRAMS] === '1') {
     const s = suite();
     s(`required programs are installed (${REQUIRE_PROGRAMS}=1)`, () => {
