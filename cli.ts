@@ -379,10 +379,15 @@ const ledger = program
 const ledgerOptions = (c: Command) =>
   c
     .option('--dir <dir>', 'LevelDB ledger directory (also LDS_LEDGER_DIR, LDS_VAR_DIR)', shown(dataPaths().ledgerDir))
-    .option('--url <url>', 'PostgreSQL ledger, postgres://user:password@host/db or several servers, postgres://user:password@h1:5432,h2:5432/db?target_session_attrs=read-write (also LDS_LEDGER_URL); overrides --dir');
-/** The ledger a `ledger` command works on: --url, else LDS_LEDGER_URL, else the LevelDB directory. */
-function ledgerAt(o: { dir: string; url?: string }) {
-  return { ledgerDir: resolve(o.dir), ledgerUrl: o.url ?? dataPaths().ledgerUrl };
+    .option('--url <url>', 'PostgreSQL ledger, postgres://user:password@host/db or several servers, postgres://user:password@h1:5432,h2:5432/db?target_session_attrs=read-write (also LDS_LEDGER_URL, which a typed --dir overrides); overrides --dir');
+// A --dir typed on the command line names the ledger to work on: it wins over an LDS_LEDGER_URL left in
+// the environment (which otherwise silently sent `verify --dir <missing>` to PostgreSQL and said "clean").
+ledger.hook('preAction', (_ledger, action) => {
+  if (action.getOptionValueSource('dir') === 'cli') action.setOptionValue('dirTyped', true);
+});
+/** The ledger a `ledger` command works on: --url, else a typed --dir, else LDS_LEDGER_URL, else the LevelDB directory. */
+function ledgerAt(o: { dir: string; url?: string; dirTyped?: boolean }) {
+  return { ledgerDir: resolve(o.dir), ledgerUrl: o.url ?? (o.dirTyped ? undefined : dataPaths().ledgerUrl) };
 }
 
 ledgerOptions(

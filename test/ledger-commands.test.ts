@@ -52,6 +52,16 @@ test('a failed export leaves no file; verify and export say "no ledger at <dir>"
   assert.equal(await readdir(notALedger), [], 'LevelDB wrote nothing into the folder that is not a ledger');
 });
 
+test('a typed --dir wins over an LDS_LEDGER_URL left in the environment (it went to PostgreSQL and said "clean")', async () => {
+  const missing = join(dir, 'typed-but-missing');
+  const env = { LDS_LEDGER_URL: 'postgres://nobody:secret@127.0.0.1:1/none' };
+  const r = await cliAsync(['ledger', 'verify', '--dir', missing], { env });
+  oneError(r, new RegExp(`^error: no ledger at ${missing} `));
+  const ok = await cliAsync(['ledger', 'verify', '--dir', ledgerDir], { env });
+  assert.is(ok.code, 0, ok.stderr);
+  assert.match(ok.stdout, new RegExp(`ledger LevelDB ${ledgerDir}: clean`));
+});
+
 test('an export to a new file is complete and owner-only, and says which ledger it exported', async () => {
   const out = join(dir, 'backup.ndjson');
   const r = await run(['ledger', 'export', '--dir', ledgerDir, '--out', out]);
