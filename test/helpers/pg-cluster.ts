@@ -47,7 +47,7 @@ export function pgBinDir(): string | null {
 const run = (cmd: string, args: string[], who: RunAs, env: NodeJS.ProcessEnv = {}) => runToEnd(cmd, args, who, { ...process.env, LC_MESSAGES: 'C', ...env });
 
 /** A folder the server user can reach: 0755, under <root>/lds-pg (root: the temp folder). */
-function reachableDir(prefix: string, root = tmpdir()): string {
+export function reachableDir(prefix: string, root = tmpdir()): string {
   const base = join(root, 'lds-pg');
   mkdirSync(base, { recursive: true });
   if (statSync(base).uid === process.getuid?.()) chmodSync(base, 0o755);
