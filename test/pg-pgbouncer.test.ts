@@ -10,7 +10,7 @@
 // never set. Now each transaction sets its own statement_timeout (SET LOCAL): the bounded wait
 // through the pooler is measured below.
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import pg from 'pg';
@@ -19,7 +19,8 @@ import { sharedSecrets, startInstances, stopInstance, type Instance } from './he
 import { ledgerRecords } from './helpers/ledgers.ts';
 import { startPaying } from './helpers/paying.ts';
 import { freshDatabase, testPgServer, type PgServer } from './helpers/pg.ts';
-import { PGBOUNCER, startPgBouncer, type PgBouncer, type PoolMode } from './helpers/pgbouncer.ts';
+import { bouncerIni, DEBIAN_INI, PGBOUNCER, startPgBouncer, type PgBouncer, type PoolMode } from './helpers/pgbouncer.ts';
+import { readDoc } from './helpers/docs.ts';
 import { suiteNeeding } from './helpers/programs.ts';
 import { balanceOf, bearer, buildFixture, cents, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
 
@@ -32,6 +33,11 @@ let refs: string[];
 const bouncers: PgBouncer[] = [];
 const running: Instance[] = [];
 
+/** docs/operations.md "Through PgBouncer": its steps, as this file runs them. */
+const GUIDE = readDoc('docs/operations.md').split('### Through PgBouncer')[1]!.split('\n### ')[0]!;
+/** The database entry the guide says to add (step 2). */
+const ENTRY = /```ini\n\s*(.+)\n\s*```/.exec(GUIDE)?.[1]?.trim() ?? '';
+
 test.before(async () => {
   [fx, server] = await Promise.all([buildFixture(), testPgServer()]);
   refs = (await refsByProduct(fx.store)).get(PRODUCT)!;
@@ -43,7 +49,7 @@ test.after(async () => {
 });
 
 async function bouncer(mode: PoolMode): Promise<PgBouncer> {
-  const b = await startPgBouncer(server.url, mode);
+  const b = await startPgBouncer(server.url, mode, ENTRY);
   bouncers.push(b);
   return b;
 }
@@ -54,8 +60,20 @@ async function instances(env: Record<string, string>, n: number): Promise<Instan
   return inst;
 }
 
+test('the guide: its database entry is the only line added to Debian\'s pgbouncer.ini, its URL names PgBouncer, and the bounded wait it states is the one this file measures', () => {
+  assert.match(ENTRY, /^lds = host=\S+ port=\d+ pool_mode=transaction$/);
+  // Debian's file as the helper writes it: the entry added, and only paths a process of ours can use moved.
+  const debian = readFileSync(DEBIAN_INI, 'utf8').split('\n');
+  const ours = bouncerIni(debian.join('\n'), { databaseEntry: ENTRY, port: 20001, dir: '/tmp/x' }).split('\n');
+  const changed = ours.filter((l) => !debian.includes(l));
+  assert.equal(changed.filter((l) => !/^(listen_port|logfile|pidfile|unix_socket_dir|auth_file) = /.test(l)), [ENTRY]);
+  assert.is(ours.length, debian.length + 1);
+  assert.match(GUIDE, /LDS_LEDGER_URL='postgres:\/\/lds:PASSWORD@pgbouncer\.internal:6432\/lds'/);
+  assert.match(GUIDE, /`LDS_PG_STATEMENT_TIMEOUT_MS=800`, answered 503 `outcome: none`/);
+});
+
 for (const mode of ['session', 'transaction'] as const) {
-  test(`${mode} pooling, Debian's default PgBouncer: two instances start, 150 paid draws under load all answer 200, money conserved, 0 lost, 0 double; ledger verify, export and reconcile run through it`, async () => {
+  test(`${mode} pooling, Debian's default PgBouncer: two instances start, 100 paid draws under load (8 buyers) all answer 200, money conserved, 0 lost, 0 double; ledger verify, export and reconcile run through it`, async () => {
     const b = await bouncer(mode);
     const direct = await freshDatabase(server);
     const url = b.via(direct);
@@ -63,7 +81,7 @@ for (const mode of ['session', 'transaction'] as const) {
     const token = await topUp(inst[0]!.base, '500.00');
     const loop = startPaying({ bases: inst.map((i) => i.base), token, product: PRODUCT, refs, workers: 8 });
     try {
-      await loop.until(() => loop.paid.length >= 150, '150 answers', 180_000);
+      await loop.until(() => loop.paid.length >= 100, '100 answers', 180_000);
     } finally {
       await loop.stop();
     }
@@ -137,7 +155,7 @@ test('transaction pooling: the server-side statement_timeout holds per transacti
 
 test('the simulator runs its seeded histories through PgBouncer in transaction pooling (instances and ledger verify through the pooler)', async () => {
   const b = await bouncer('transaction');
-  const args = ['--import', 'tsx', 'sim/main.ts', '--backend', 'postgres', '--pg-url', server.url, '--pooler', `127.0.0.1:${b.port}`, '--steps', '60', '--instances', '2', '--max-failovers', '0', '--max-pg-restarts', '0', '--no-shrink'];
+  const args = ['--import', 'tsx', 'sim/main.ts', '--backend', 'postgres', '--pg-url', server.url, '--pooler', `127.0.0.1:${b.port}`, '--steps', '40', '--instances', '2', '--max-failovers', '0', '--max-pg-restarts', '0', '--no-shrink'];
   const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
     let out = '';
     const c = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });

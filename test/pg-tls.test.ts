@@ -7,10 +7,12 @@
 // names verify-full and sslrootcert. What failed before: `require` was taken and silently meant
 // verify-full, so a URL that works in psql failed against a self-signed server.
 import { spawnSync } from 'node:child_process';
-import { chownSync, writeFileSync } from 'node:fs';
+import { chownSync } from 'node:fs';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import { loadConfig } from '../payments/config.ts';
+import { SSL_MODES } from '../payments/ledger/postgres/hosts.ts';
+import { readDoc } from './helpers/docs.ts';
 import { PgLedger } from '../payments/ledger/postgres/ledger.ts';
 import { cliAsync } from './helpers/build.ts';
 import { debit, fund } from './helpers/ledgers.ts';
@@ -29,18 +31,18 @@ function openssl(args: string[]): void {
   if (r.status !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`);
 }
 
-/** A CA, and a server certificate it signed for 127.0.0.1 (as the URL names the servers); `name`: another CA. */
-function makeCa(name: string): void {
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '2', '-subj', `/CN=${name}`]);
-}
+/** docs/operations.md "TLS: what each sslmode does here", as this file runs it. */
+const GUIDE = readDoc('docs/operations.md').split('### TLS: what each sslmode does here')[1]!.split('\n### ')[0]!;
 
 test.before(async () => {
   dir = reachableDir('tls-');
-  makeCa('ca');
-  makeCa('other-ca');
-  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1']);
-  writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  openssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'san.ext']);
+  // The guide's commands, literally, with this test's server names (the URL names 127.0.0.1).
+  const commands = GUIDE.split('```sh\n')[1]!.split('```')[0]!;
+  assert.match(commands, /^SAN='DNS:db1\.internal,DNS:db2\.internal'/);
+  const r = spawnSync('bash', ['-euc', commands.replace(/^SAN='[^']*'/, "SAN='IP:127.0.0.1,DNS:localhost'")], { cwd: dir, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`the guide's openssl commands failed: ${r.stderr}`);
+  // Another CA, which did not sign the servers' certificate.
+  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'other-ca.key', '-out', 'other-ca.crt', '-days', '2', '-subj', '/CN=other']);
   // PostgreSQL wants its key private to the user it runs as.
   const who = runAs();
   if (who.uid !== undefined) for (const f of ['server.key', 'server.crt']) chownSync(join(dir, f), who.uid, who.gid ?? who.uid);
@@ -61,6 +63,11 @@ async function tlsConnections(node: PgCluster['primary']): Promise<{ ssl: number
   const rows = await node.sql<{ ssl: boolean; n: string }>("SELECT s.ssl, count(*) AS n FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) WHERE a.application_name = 'lds-payments' GROUP BY s.ssl");
   return { ssl: Number(rows.find((r) => r.ssl)?.n ?? 0), plain: Number(rows.find((r) => !r.ssl)?.n ?? 0) };
 }
+
+test('the guide states what each sslmode does here, as the service does it, against libpq; its URL is the one this file runs', () => {
+  for (const [mode, { here, libpq }] of Object.entries(SSL_MODES)) assert.ok(GUIDE.includes(`| \`${mode}\` | ${here ?? 'refused at start'} | ${libpq} |`), `the table's row for sslmode=${mode}`);
+  assert.match(GUIDE, /\?target_session_attrs=read-write&sslmode=verify-full&sslrootcert=\/etc\/lds\/ca\.crt'/);
+});
 
 test('sslmode=require, prefer and verify-ca are refused at start (service and ledger commands), naming verify-full and sslrootcert; uselibpqcompat=true gives libpq its meaning', async () => {
   for (const mode of ['require', 'prefer', 'verify-ca']) {

@@ -32,6 +32,19 @@ export interface PgBouncer {
   stop(): Promise<void>;
 }
 
+/** The entry docs/operations.md ("Through PgBouncer") tells an operator to add; the test reads it from there. */
+export const DOCUMENTED_ENTRY = 'lds = host=db1.internal port=5432 pool_mode=transaction';
+
+/**
+ * The documented entry with this test's names: every database (`*`, the tests make one per test)
+ * on the test server, in `mode`. Throws when the entry is not of the documented shape.
+ */
+export function entryFor(documented: string, o: { host: string; port: string; mode: PoolMode }): string {
+  const m = /^(\w+) = host=\S+ port=\d+ pool_mode=(session|transaction)$/.exec(documented.trim());
+  if (!m) throw new Error(`not a PgBouncer database entry of the documented shape: ${documented}`);
+  return `* = host=${o.host} port=${o.port} pool_mode=${o.mode}`;
+}
+
 /** Debian's file with the database entry added and the paths moved (see the file comment). */
 export function bouncerIni(debianIni: string, o: { databaseEntry: string; port: number; dir: string }): string {
   const moved: Record<string, string> = {
@@ -55,12 +68,12 @@ export function bouncerIni(debianIni: string, o: { databaseEntry: string; port: 
  * Starts PgBouncer in `mode` in front of the server of `serverUrl` (its user and password go to the
  * auth_file). Every database name is passed through (`*`), as one `lds = ...` line would pass one.
  */
-export async function startPgBouncer(serverUrl: string, mode: PoolMode): Promise<PgBouncer> {
+export async function startPgBouncer(serverUrl: string, mode: PoolMode, documented = DOCUMENTED_ENTRY): Promise<PgBouncer> {
   const server = new URL(serverUrl);
   const dir = reachableDir('pgbouncer-'); // the postgres user (as root) must reach it
   const who = runAs();
   const port = await freePort();
-  const databaseEntry = `* = host=${server.hostname} port=${server.port || 5432} pool_mode=${mode}`;
+  const databaseEntry = entryFor(documented, { host: server.hostname, port: server.port || '5432', mode });
   writeFileSync(join(dir, 'pgbouncer.ini'), bouncerIni(readFileSync(DEBIAN_INI, 'utf8'), { databaseEntry, port, dir }));
   writeFileSync(join(dir, 'userlist.txt'), `"${decodeURIComponent(server.username)}" "${decodeURIComponent(server.password)}"\n`, { mode: 0o600 });
   if (who.uid !== undefined) for (const f of ['', 'pgbouncer.ini', 'userlist.txt']) chownSync(join(dir, f), who.uid, who.gid ?? who.uid);
