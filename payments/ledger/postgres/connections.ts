@@ -230,6 +230,8 @@ export class Connections {
   /** Running totals for the metrics (payments/metrics.ts). */
   readonly stats = { retries: 0, unavailable: 0, unknownOutcomes: 0, switches: 0 };
   private lastLabel: string | null = null;
+  /** What every one-statement call sends first (its server-side bound), written once. */
+  private readonly statementPrefix: string;
 
   constructor(private readonly o: ConnectionsOptions) {
     const parsed = parsePgUrl(o.url);
@@ -238,6 +240,7 @@ export class Connections {
     this.loadBalance = parsed.loadBalanceHosts === 'random';
     this.connectTimeoutMs = Math.min(parsed.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, o.queryTimeoutMs);
     this.clientConfig = parsed.clientConfig;
+    this.statementPrefix = localTimeouts(o.statementTimeoutMs);
   }
 
   /** The server in use, or null while none is (before the first call, after one was dropped). */
@@ -259,7 +262,7 @@ export class Connections {
    */
   async call<T>(fn: (query: Query, transaction: <U>(body: (query: Query) => Promise<U>) => Promise<U>) => Promise<T>, o: { timeoutMs?: number; quiet?: boolean } = {}): Promise<T> {
     if (this.closed) throw new LedgerUnavailableError('ledger is closed');
-    const call = new Call(this, o.timeoutMs ?? this.o.queryTimeoutMs, o.quiet === true, this.o.statementTimeoutMs);
+    const call = new Call(this, o.timeoutMs ?? this.o.queryTimeoutMs, o.quiet === true, this.statementPrefix);
     try {
       return await fn(call.query, call.transaction);
     } finally {
@@ -457,7 +460,8 @@ class Call {
     private readonly db: Connections,
     private readonly timeoutMs: number,
     private readonly quiet: boolean,
-    private readonly statementTimeoutMs: number,
+    /** `SET LOCAL statement_timeout = …; ` (or nothing) */
+    private readonly statementPrefix: string,
   ) {
     this.timer = setTimeout(() => this.expire(), timeoutMs);
   }
@@ -550,7 +554,7 @@ class Call {
       const { server, client } = await this.acquire();
       try {
         // One statement, one implicit transaction that sets its own statement_timeout.
-        const r = await this.run<R>(client, localTimeouts(this.statementTimeoutMs) + inlineParams(sql, params));
+        const r = await this.run<R>(client, this.statementPrefix + inlineParams(sql, params));
         client.release();
         return r;
       } catch (err) {
@@ -579,7 +583,7 @@ class Call {
       const onClient: Query = (sql, params) => this.run(client, inlineParams(sql, params));
       try {
         // A transaction idle longer than a whole call may last belongs to a call that gave up.
-        await this.run(client, `BEGIN; ${localTimeouts(this.statementTimeoutMs, this.timeoutMs)}`);
+        await this.run(client, `BEGIN; ${this.statementPrefix}${localTimeouts(0, this.timeoutMs)}`);
         const out = await body(onClient);
         committing = true;
         await this.run(client, 'COMMIT');

@@ -43,7 +43,37 @@ export function literal(v: unknown): string {
  */
 export function inlineParams(sql: string, params: readonly unknown[] | undefined): string {
   if (!params || params.length === 0) return sql;
-  let out = '';
+  const { texts, refs } = template(sql);
+  let out = texts[0]!;
+  for (let k = 0; k < refs.length; k++) {
+    const n = refs[k]!;
+    if (n > params.length) throw new Error(`a ledger statement names $${n} but has ${params.length} parameter(s)`);
+    out += literal(params[n - 1]) + texts[k + 1]!;
+  }
+  return out;
+}
+
+/** A statement cut at its parameters: texts[0] $refs[0] texts[1] … (each statement scanned once). */
+interface Template {
+  texts: string[];
+  refs: number[];
+}
+/** The ledger has a few dozen statements; a bound keeps a bug from growing this without end. */
+const templates = new Map<string, Template>();
+const MAX_TEMPLATES = 500;
+
+function template(sql: string): Template {
+  let t = templates.get(sql);
+  if (t) return t;
+  t = scan(sql);
+  if (templates.size >= MAX_TEMPLATES) templates.clear();
+  templates.set(sql, t);
+  return t;
+}
+
+function scan(sql: string): Template {
+  const texts: string[] = [];
+  const refs: number[] = [];
   let from = 0;
   for (let i = 0; i < sql.length; i++) {
     const ch = sql.charCodeAt(i);
@@ -60,13 +90,15 @@ export function inlineParams(sql: string, params: readonly unknown[] | undefined
       while (j < sql.length && sql.charCodeAt(j) >= 48 && sql.charCodeAt(j) <= 57) j++;
       if (j === i + 1) throw new Error('dollar-quoted text in a ledger statement');
       const n = Number(sql.slice(i + 1, j));
-      if (n < 1 || n > params.length) throw new Error(`a ledger statement names $${n} but has ${params.length} parameter(s)`);
-      out += sql.slice(from, i) + literal(params[n - 1]);
+      if (n < 1) throw new Error(`a ledger statement names $${n}`);
+      texts.push(sql.slice(from, i));
+      refs.push(n);
       from = j;
       i = j - 1;
     }
   }
-  return out + sql.slice(from);
+  texts.push(sql.slice(from));
+  return { texts, refs };
 }
 
 /** The timeouts a transaction sets for itself (SET LOCAL: they end with it, on whichever server connection ran it). */
