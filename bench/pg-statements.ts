@@ -24,7 +24,9 @@ import pg from 'pg';
 import { build } from '../generator/build.ts';
 import { localAddresses } from '../generator/addresses.ts';
 import { payTopup } from '../payments/topup/client.ts';
-import { DEBIT_SQL, DEBIT_STATEMENT, debitParams } from '../payments/ledger/postgres/ledger.ts';
+import { DEBIT_SQL, debitParams } from '../payments/ledger/postgres/ledger.ts';
+import { lastResult, oneStatementText } from '../payments/ledger/postgres/inline.ts';
+import { DEFAULT_QUERY_TIMEOUT_MS, defaultStatementTimeoutMs } from '../payments/ledger/postgres/defaults.ts';
 import { freePort } from '../test/helpers/http.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -162,7 +164,7 @@ async function main() {
     const draw = JSON.parse((await pool.query('SELECT draw FROM lds_draws LIMIT 1')).rows[0].draw as string);
     const hash = (await pool.query('SELECT token_hash FROM lds_balances LIMIT 1')).rows[0].token_hash as string;
     const raw = async () => {
-      const r = await pool.query({ name: DEBIT_STATEMENT, text: DEBIT_SQL, values: debitParams(hash, `drw_${randomBytes(16).toString('base64url')}`, { quoteId: `q_raw_${randomBytes(16).toString('base64url')}`, amountCents: 10, currency: 'EUR', productId: PRODUCT, draw }, new Date().toISOString()) });
+      const r = lastResult(await pool.query(oneStatementText(DEBIT_SQL, debitParams(hash, `drw_${randomBytes(16).toString('base64url')}`, { quoteId: `q_raw_${randomBytes(16).toString('base64url')}`, amountCents: 10, currency: 'EUR', productId: PRODUCT, draw }, new Date().toISOString()), defaultStatementTimeoutMs(DEFAULT_QUERY_TIMEOUT_MS))));
       if (r.rows.length !== 1) throw new Error('raw debit did not debit');
     };
     await inParallel(200, raw);

@@ -35,7 +35,9 @@ import pg from 'pg';
 import { build } from '../generator/build.ts';
 import { localAddresses } from '../generator/addresses.ts';
 import { payTopup } from '../payments/topup/client.ts';
-import { DEBIT_SQL, DEBIT_STATEMENT, debitParams } from '../payments/ledger/postgres/ledger.ts';
+import { DEBIT_SQL, debitParams } from '../payments/ledger/postgres/ledger.ts';
+import { lastResult, oneStatementText } from '../payments/ledger/postgres/inline.ts';
+import { DEFAULT_QUERY_TIMEOUT_MS, defaultStatementTimeoutMs } from '../payments/ledger/postgres/defaults.ts';
 import { PgStartError, startEmbeddedPostgres, type PgServer } from '../test/helpers/pg.ts';
 import { haveWrk, wrk, type WrkResult, type WrkTarget } from './wrk.ts';
 
@@ -362,7 +364,7 @@ function rawPgRunner(pool: pg.Pool, hashes: string[], draw: unknown): Runner {
           const i = n++;
           const drawId = `drw_${randomBytes(16).toString('base64url')}`;
           const t = performance.now();
-          const r = await pool.query({ name: DEBIT_STATEMENT, text: DEBIT_SQL, values: debitParams(hashes[i % hashes.length], drawId, { quoteId: `q_raw_${randomBytes(16).toString('base64url')}`, amountCents: 10, currency: 'EUR', productId: PRODUCT, draw }, new Date().toISOString()) });
+          const r = lastResult(await pool.query(oneStatementText(DEBIT_SQL, debitParams(hashes[i % hashes.length], drawId, { quoteId: `q_raw_${randomBytes(16).toString('base64url')}`, amountCents: 10, currency: 'EUR', productId: PRODUCT, draw }, new Date().toISOString()), defaultStatementTimeoutMs(DEFAULT_QUERY_TIMEOUT_MS))));
           lat.push(performance.now() - t);
           if (r.rows.length !== 1) failed++;
         }

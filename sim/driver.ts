@@ -127,7 +127,7 @@ export class SimViolation extends Error {
 
 // ------------------------------------------------------------------------------------- environment
 
-export async function prepareEnv(backend: Backend, o: { instances: number; pgUrl?: string; ownPg?: boolean; /** PostgreSQL: a primary with a synchronous standby, for failovers (default: when Debian's PostgreSQL is installed) */ cluster?: boolean }): Promise<SimEnv> {
+export async function prepareEnv(backend: Backend, o: { instances: number; pgUrl?: string; /** host:port of a pooler (PgBouncer) in front of pgUrl's server: the instances and ledger commands connect through it */ pooler?: string; ownPg?: boolean; /** PostgreSQL: a primary with a synchronous standby, for failovers (default: when Debian's PostgreSQL is installed) */ cluster?: boolean }): Promise<SimEnv> {
   const root = await mkdtemp(join(tmpdir(), 'lds-sim-'));
   const dist = join(root, 'dist');
   const store = join(root, 'store');
@@ -170,10 +170,12 @@ export async function prepareEnv(backend: Backend, o: { instances: number; pgUrl
   };
 }
 
-async function simPostgres(o: { pgUrl?: string; ownPg?: boolean; cluster?: boolean }): Promise<SimPg> {
+async function simPostgres(o: { pgUrl?: string; pooler?: string; ownPg?: boolean; cluster?: boolean }): Promise<SimPg> {
   const { freshDatabase, sql, startEmbeddedPostgres } = await import('../test/helpers/pg.ts');
   const given = o.pgUrl ?? process.env.LDS_TEST_PG_URL;
-  if (given && !o.ownPg) return { restartable: false, createDatabase: () => freshDatabase({ url: given, port: 0, stop: async () => {} }), adminSql: (text, params) => sql(given, text, params), describe: `the PostgreSQL at ${given.replace(/:[^:@/]*@/, ':***@')}`, stop: async () => {} };
+  // Databases are made on the server itself; the ledger's URL names the pooler instead.
+  const through = (url: string) => (o.pooler ? url.replace(/@[^/]+\//, `@${o.pooler}/`) : url);
+  if (given && !o.ownPg) return { restartable: false, createDatabase: async () => through(await freshDatabase({ url: given, port: 0, stop: async () => {} })), adminSql: (text, params) => sql(given, text, params), describe: `the PostgreSQL at ${given.replace(/:[^:@/]*@/, ':***@')}`, stop: async () => {} };
   const { locate, POSTGRES_SERVER } = await import('../test/helpers/programs.ts');
   if (o.cluster ?? 'path' in locate(POSTGRES_SERVER)) {
     const { startPgCluster } = await import('../test/helpers/pg-cluster.ts');

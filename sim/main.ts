@@ -26,6 +26,7 @@ const program = new Command('sim')
   .option('--max-failovers <n>', "PostgreSQL failovers per history at most: the primary killed mid-draw, its synchronous standby promoted, the instances follow (needs Debian's PostgreSQL server, apt-get install postgresql; 0: one embedded server, no standby)", int(0), 1)
   .option('--verify-every <n>', 'run `ledger verify` every n steps (and after restarts and at the end); 0: only then', int(0), 25)
   .option('--pg-url <url>', "PostgreSQL admin URL to use (default: LDS_TEST_PG_URL, else servers of the simulator's own: a primary with a synchronous standby of Debian's PostgreSQL when installed, else an embedded server; restarts and failovers need its own)")
+  .option('--pooler <host:port>', 'with --pg-url: the instances and `ledger verify` connect through this pooler (PgBouncer, session or transaction pooling) in front of that server; databases are still made on the server')
   .option('--break-ledger', "self-test: run the instances with a ledger whose debit skips the balance check")
   .option('--no-shrink', 'do not look for a shorter failing history')
   .option('--shrink-runs <n>', 'replays the shrinker may spend', int(0), 60)
@@ -54,6 +55,7 @@ const summary = await runSim({
   ...(replay ? { replay } : {}),
   ...(opts.historyOut ? { historyOut: opts.historyOut } : {}),
   ...(opts.pgUrl ? { pgUrl: opts.pgUrl } : {}),
+  ...(opts.pooler ? { pooler: opts.pooler } : {}),
   ownPg: opts.backend === 'postgres' && !opts.pgUrl && !process.env.LDS_TEST_PG_URL ? true : undefined,
   print: (line) => console.log(line),
 }).catch((err: unknown) => {

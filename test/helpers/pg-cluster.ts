@@ -47,7 +47,7 @@ export function pgBinDir(): string | null {
 const run = (cmd: string, args: string[], who: RunAs, env: NodeJS.ProcessEnv = {}) => runToEnd(cmd, args, who, { ...process.env, LC_MESSAGES: 'C', ...env });
 
 /** A folder the server user can reach: 0755, under <root>/lds-pg (root: the temp folder). */
-function reachableDir(prefix: string, root = tmpdir()): string {
+export function reachableDir(prefix: string, root = tmpdir()): string {
   const base = join(root, 'lds-pg');
   mkdirSync(base, { recursive: true });
   if (statSync(base).uid === process.getuid?.()) chmodSync(base, 0o755);
@@ -142,6 +142,8 @@ export interface ClusterOptions {
   standbys?: number;
   /** true: synchronous_standby_names 'ANY 1 (<every standby>)' on the writer; false: asynchronous */
   synchronous?: boolean;
+  /** more server settings of every node (e.g. ssl, ssl_cert_file, ssl_key_file: test/pg-tls.test.ts) */
+  settings?: Record<string, string>;
 }
 
 const WAIT_MS = 60_000;
@@ -158,6 +160,7 @@ export async function startPgCluster(o: ClusterOptions = {}): Promise<PgCluster>
   const nodes: Node[] = [];
   let writer: Node;
   const standbyNames = Array.from({ length: o.standbys ?? 1 }, (_, i) => `n${i + 2}`);
+  const settings = [...SERVER_SETTINGS, ...Object.entries(o.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   /** Synchronous: any one of the other nodes confirms a commit. */
   const syncNames = () => `ANY 1 (${['n1', ...standbyNames].filter((n) => n !== writer.name).join(', ')})`;
 
@@ -169,7 +172,7 @@ export async function startPgCluster(o: ClusterOptions = {}): Promise<PgCluster>
   };
 
   // The primary: a copy of the template (cp -a keeps the owner, the server user, and initdb's modes).
-  const primary = new Node('n1', await freePort(), join(root, 'n1'), bin, who, SERVER_SETTINGS);
+  const primary = new Node('n1', await freePort(), join(root, 'n1'), bin, who, settings);
   await run('cp', ['-a', tpl, primary.dataDir], {});
   nodes.push(primary);
   writer = primary;
@@ -188,7 +191,7 @@ export async function startPgCluster(o: ClusterOptions = {}): Promise<PgCluster>
     // server shares: the promotion runbook has to deal with it (failover() below).
     if (o.synchronous) await setting(primary, 'synchronous_standby_names', syncNames());
     for (const name of standbyNames) {
-      const standby = new Node(name, await freePort(), join(root, name), bin, who, SERVER_SETTINGS);
+      const standby = new Node(name, await freePort(), join(root, name), bin, who, settings);
       nodes.push(standby);
       standby.replication = await baseBackup(standby.name, standby.dataDir);
       await standby.start();

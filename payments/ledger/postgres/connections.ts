@@ -19,6 +19,10 @@
 // commit - including a commit the server holds while it waits for a synchronous standby, which
 // statement_timeout does not cut. When the timer fires during a statement, that connection is
 // destroyed at once (its socket closed), never returned to the pool and never reused.
+// The server's own bounds (statement_timeout, and idle_in_transaction_session_timeout in a
+// transaction of several statements) are set by each transaction for itself (SET LOCAL, in the same
+// message as its first statement: inline.ts says why), never at connection start nor per session:
+// so they hold through a pooler in transaction mode, which hands each transaction any server connection.
 //
 // WHAT A CALLER MAY ASSUME after a failure (LedgerUnavailableError.outcome):
 //   'none'     nothing changed: the call failed before a committing statement was sent, or the server
@@ -33,6 +37,7 @@ import { isIP } from 'node:net';
 import pg from 'pg';
 import { LedgerUnavailableError, type LoggerLike } from '../ledger.ts';
 import { hostLabel, parsePgUrl, type HostPort, type TargetSessionAttrs } from './hosts.ts';
+import { inlineParams, lastResult, localTimeouts } from './inline.ts';
 
 export interface ConnectionsOptions {
   url: string;
@@ -59,8 +64,6 @@ export interface ServerInUse {
 }
 
 export interface QueryOptions {
-  /** a named prepared statement */
-  name?: string;
   /** its answer says whether a change committed: a one-statement change, or COMMIT */
   commits?: boolean;
 }
@@ -148,9 +151,17 @@ function leavesServer(err: unknown): boolean {
  */
 function unavailable(err: unknown): boolean {
   if (!isOurs(err)) return false;
-  const cls = sqlState(err)?.slice(0, 2);
-  return leavesServer(err) || poolWaitTimedOut(err) || cls === '53' || cls === '57' || cls === '58';
+  const code = sqlState(err);
+  const cls = code?.slice(0, 2);
+  return leavesServer(err) || poolWaitTimedOut(err) || cls === '53' || cls === '57' || cls === '58' || POOLER_MIXUPS.has(code!);
 }
+
+/**
+ * A prepared statement that "does not exist" (26000) or "already exists" (42P05): the ledger prepares
+ * none, but a pooler between it and the server may (PgBouncer with max_prepared_statements). The
+ * statement did not run: nothing changed, and the request is safe to repeat (503, never a 500).
+ */
+const POOLER_MIXUPS = new Set(['26000', '42P05']);
 
 function why(err: unknown): string {
   const code = sqlState(err);
@@ -219,6 +230,8 @@ export class Connections {
   /** Running totals for the metrics (payments/metrics.ts). */
   readonly stats = { retries: 0, unavailable: 0, unknownOutcomes: 0, switches: 0 };
   private lastLabel: string | null = null;
+  /** What every one-statement call sends first (its server-side bound), written once. */
+  private readonly statementPrefix: string;
 
   constructor(private readonly o: ConnectionsOptions) {
     const parsed = parsePgUrl(o.url);
@@ -227,6 +240,7 @@ export class Connections {
     this.loadBalance = parsed.loadBalanceHosts === 'random';
     this.connectTimeoutMs = Math.min(parsed.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, o.queryTimeoutMs);
     this.clientConfig = parsed.clientConfig;
+    this.statementPrefix = localTimeouts(o.statementTimeoutMs);
   }
 
   /** The server in use, or null while none is (before the first call, after one was dropped). */
@@ -248,7 +262,7 @@ export class Connections {
    */
   async call<T>(fn: (query: Query, transaction: <U>(body: (query: Query) => Promise<U>) => Promise<U>) => Promise<T>, o: { timeoutMs?: number; quiet?: boolean } = {}): Promise<T> {
     if (this.closed) throw new LedgerUnavailableError('ledger is closed');
-    const call = new Call(this, o.timeoutMs ?? this.o.queryTimeoutMs, o.quiet === true);
+    const call = new Call(this, o.timeoutMs ?? this.o.queryTimeoutMs, o.quiet === true, this.statementPrefix);
     try {
       return await fn(call.query, call.transaction);
     } finally {
@@ -376,9 +390,10 @@ export class Connections {
       max: this.o.poolSize,
       connectionTimeoutMillis: this.connectTimeoutMs,
       idleTimeoutMillis: 30_000,
-      statement_timeout: this.o.statementTimeoutMs,
-      // A transaction idle longer than a whole call may last belongs to a call that gave up.
-      idle_in_transaction_session_timeout: this.o.queryTimeoutMs,
+      // No statement_timeout or other setting at connection start: PgBouncer's default
+      // configuration refuses them (08P01 "unsupported startup parameter"), and through a pooler
+      // in transaction mode they would not stay with this client anyway. Each transaction sets its
+      // own (Call below). application_name is one PgBouncer accepts and passes on.
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
     };
@@ -445,6 +460,8 @@ class Call {
     private readonly db: Connections,
     private readonly timeoutMs: number,
     private readonly quiet: boolean,
+    /** `SET LOCAL statement_timeout = …; ` (or nothing) */
+    private readonly statementPrefix: string,
   ) {
     this.timer = setTimeout(() => this.expire(), timeoutMs);
   }
@@ -516,12 +533,15 @@ class Call {
     }
   }
 
-  /** Runs one statement on `client`, within the bound; its errors are tagged as the database's. */
-  private async run<R extends pg.QueryResultRow>(client: pg.PoolClient, sql: string, params: unknown[] | undefined, o: QueryOptions | undefined): Promise<pg.QueryResult<R>> {
+  /**
+   * Sends `text` (one Query message: inline.ts) on `client`, within the bound; the answer of its
+   * last statement. Its errors are tagged as the database's.
+   */
+  private async run<R extends pg.QueryResultRow>(client: pg.PoolClient, text: string): Promise<pg.QueryResult<R>> {
     if (this.expired) throw new Expired();
     this.client = client;
     try {
-      return await (o?.name ? client.query<R>({ name: o.name, text: sql, values: params ?? [] }) : client.query<R>(sql, params));
+      return lastResult<R>(await client.query<R>(text));
     } catch (err) {
       throw this.expired ? new Expired() : tagged(err);
     } finally {
@@ -533,7 +553,8 @@ class Call {
     for (let attempt = 1; ; attempt++) {
       const { server, client } = await this.acquire();
       try {
-        const r = await this.run<R>(client, sql, params, o);
+        // One statement, one implicit transaction that sets its own statement_timeout.
+        const r = await this.run<R>(client, this.statementPrefix + inlineParams(sql, params));
         client.release();
         return r;
       } catch (err) {
@@ -559,12 +580,13 @@ class Call {
     for (let attempt = 1; ; attempt++) {
       const { server, client } = await this.acquire();
       let committing = false;
-      const onClient: Query = (sql, params, o) => this.run(client, sql, params, o);
+      const onClient: Query = (sql, params) => this.run(client, inlineParams(sql, params));
       try {
-        await this.run(client, 'BEGIN', undefined, undefined);
+        // A transaction idle longer than a whole call may last belongs to a call that gave up.
+        await this.run(client, `BEGIN; ${this.statementPrefix}${localTimeouts(0, this.timeoutMs)}`);
         const out = await body(onClient);
         committing = true;
-        await this.run(client, 'COMMIT', undefined, undefined);
+        await this.run(client, 'COMMIT');
         client.release();
         return out;
       } catch (err) {

@@ -16,6 +16,14 @@
 //   - connect_timeout (seconds) bounds each server's attempt: connecting and the check.
 // Every other parameter (sslmode, application_name, options, …) is node-postgres's to read
 // (pg-connection-string, exactly as for a one-host URL before), the same for every host.
+//
+// SSLMODE. node-postgres does not read every sslmode as libpq does (SSL_MODES below): `require`,
+// `prefer` and `verify-ca` check the certificate and the host name fully there (libpq's
+// `verify-full`), where libpq's `require` checks neither, and `prefer` never falls back to plain
+// text. A URL that works with psql then fails against a self-signed server, or an operator believes
+// it checks less or more than it does. So the service refuses those modes at start and says what to
+// write: `sslmode=verify-full&sslrootcert=<the CA's file>`. `uselibpqcompat=true` (node-postgres's
+// own switch) asks for libpq's meanings instead, and is accepted with any mode.
 import { parseIntoClientConfig } from 'pg-connection-string';
 import type pg from 'pg';
 
@@ -77,6 +85,8 @@ export function parsePgUrl(url: string): ParsedPgUrl {
     if (s > 0) connectTimeoutMs = Math.max(2, s) * 1000;
   }
 
+  checkSslMode(params);
+
   // What node-postgres reads: the URL of the first host without our parameters, parsed once.
   for (const k of OURS) params.delete(k);
   const rest = params.toString();
@@ -98,6 +108,33 @@ export function parsePgUrl(url: string): ParsedPgUrl {
       return config;
     },
   };
+}
+
+/**
+ * What each sslmode does in this service (node-postgres 8, pg-connection-string 2) against libpq;
+ * docs/operations.md prints this table. null: refused at start.
+ */
+export const SSL_MODES: Record<string, { here: string | null; libpq: string }> = {
+  disable: { here: 'no TLS', libpq: 'no TLS' },
+  allow: { here: null, libpq: 'plain text first, TLS if the server insists; no certificate check' },
+  prefer: { here: null, libpq: "TLS if the server offers it, else plain text; no certificate check (libpq's default)" },
+  require: { here: null, libpq: 'TLS; no certificate check (with a root.crt present: checks the CA like verify-ca)' },
+  'verify-ca': { here: null, libpq: 'TLS; the certificate must chain to sslrootcert; the host name is not checked' },
+  'verify-full': { here: 'TLS; the certificate must chain to sslrootcert (without it: Node\'s public CAs) and name the host as written', libpq: 'the same' },
+  'no-verify': { here: 'TLS; no certificate check (node-postgres only: what libpq calls require)', libpq: 'not a libpq mode' },
+};
+
+function checkSslMode(params: URLSearchParams): void {
+  const mode = params.get('sslmode');
+  if (mode === null || params.get('uselibpqcompat') === 'true') return;
+  const known = SSL_MODES[mode];
+  if (!known) throw new PgUrlError(`sslmode=${mode} is not a mode: use sslmode=verify-full with sslrootcert=<the file of the CA that signed the server's certificate>, or sslmode=disable`);
+  if (known.here === null)
+    throw new PgUrlError(
+      `sslmode=${mode} does not mean here what it means to libpq (psql): libpq's ${mode}: ${known.libpq}; node-postgres, which the service uses, would check the certificate and host name fully. ` +
+        `Write what you want: sslmode=verify-full&sslrootcert=/path/to/root.crt (the CA that signed the server's certificate; the certificate must name the host as written in the URL), ` +
+        `or add uselibpqcompat=true to get libpq's meaning of sslmode=${mode}`,
+    );
 }
 
 /** `h1:5432,[::1]:5433,h3` → hosts with their ports as written ('' when none). */

@@ -154,7 +154,7 @@ export class PgLedger implements Ledger {
         let claimed = false;
         try {
           // One statement: the presented token resolved to its balance, and that balance debited.
-          const r = await this.change<{ token_hash: string; balance_after_cents: string }>(query, 'debit', DEBIT_SQL, debitParams(tokenHash, drawId, input, at), DEBIT_STATEMENT);
+          const r = await this.change<{ token_hash: string; balance_after_cents: string }>(query, 'debit', DEBIT_SQL, debitParams(tokenHash, drawId, input, at));
           if (r.rows.length === 1) {
             const after = int(r.rows[0].balance_after_cents);
             // The balance id is the one the presented token names (the statement resolved it).
@@ -488,8 +488,8 @@ export class PgLedger implements Ledger {
   }
 
   /** A state-changing statement, with the simulator's commit points around it (payments/faults.ts). */
-  private async change<R extends pg.QueryResultRow>(query: Query, op: FaultOp, sql: string, params: unknown[], name?: string): Promise<pg.QueryResult<R>> {
-    const o = { commits: true, ...(name ? { name } : {}) };
+  private async change<R extends pg.QueryResultRow>(query: Query, op: FaultOp, sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
+    const o = { commits: true };
     if (!this.faults) return query<R>(sql, params, o);
     this.faults.commit('before-commit', op);
     const running = query<R>(sql, params, o);
@@ -523,7 +523,6 @@ async function readBalance(query: Query, tokenHash: string): Promise<BalanceInfo
  * quote made with a Bearer token reads the ledger once for its `Link` (measured by
  * `npm run bench:pg-statements`). Exactly one row: `revoked` is null without a token record.
  */
-const TOKEN_BALANCE_STATEMENT = 'lds_token_balance_v1';
 const TOKEN_BALANCE_SQL = `
 WITH tok AS (SELECT balance, revoked_at FROM lds_tokens WHERE token_hash = $1::text),
      k AS (SELECT COALESCE((SELECT balance FROM tok), $1::text) AS id)
@@ -531,7 +530,7 @@ SELECT k.id, (SELECT revoked_at IS NOT NULL FROM tok) AS revoked, b.cents, b.cur
 FROM k LEFT JOIN lds_balances b ON b.token_hash = k.id`;
 
 async function readTokenBalance(query: Query, tokenHash: string): Promise<TokenBalance> {
-  const row = (await query<{ id: string; revoked: boolean | null; cents: string | null; currency: string | null; created_at: string | null }>(TOKEN_BALANCE_SQL, [tokenHash], { name: TOKEN_BALANCE_STATEMENT })).rows[0]!;
+  const row = (await query<{ id: string; revoked: boolean | null; cents: string | null; currency: string | null; created_at: string | null }>(TOKEN_BALANCE_SQL, [tokenHash])).rows[0]!;
   if (row.revoked) return { kind: 'revoked' };
   return { kind: 'balance', balance: row.id, info: row.cents === null ? null : { cents: int(row.cents), currency: row.currency!, createdAt: row.created_at! } };
 }
@@ -548,13 +547,10 @@ export function debitParams(tokenHash: string, drawId: string, input: DebitDrawI
   return [tokenHash, drawId, input.amountCents, input.currency, input.quoteId, input.productId ?? null, at, JSON.stringify(input.draw ?? null), txnOf.draw(drawId)];
 }
 
-/**
- * The debit is a named prepared statement: each pooled connection parses and plans it once, then
- * sends only its parameters (measured on the benchmark: the 1.4 KB statement was parsed and planned
- * by PostgreSQL on every paid draw, on the cores the service shares with it). The name carries a
- * version: a connection caches a prepared statement by name, so changed SQL needs a new name.
- */
-export const DEBIT_STATEMENT = 'lds_debit_draw_v2';
+// The debit is not a named prepared statement (it was, until issue 52): through PgBouncer in
+// transaction mode a statement prepared on one server connection is missing on the next, and
+// PgBouncer before 1.21 cannot track it (connections.ts, inline.ts). PostgreSQL parses and plans
+// its 1.4 KB again on every paid draw; BENCHMARKS.md has what that costs.
 
 /**
  * The UPDATE's key resolves the presented token within the statement's snapshot (ledger.ts
