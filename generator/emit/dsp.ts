@@ -15,15 +15,13 @@
 // Offer with no target) and distribution (each with format and accessService). IRIs are the DCAT
 // documents' (dataset = dcat_url, offer = dcat_url#offer, distribution = dcat_url#dist-<source>),
 // so a connector and a data portal name the same things the same way.
+import { DSP_CONTEXT, DSP_VERSION, DSP_VERSION_PATH } from '../../contract/dsp.ts';
 import { a2aUrl } from '../addresses.ts';
 import { dcatUrl } from '../catalog.ts';
 import { VOCAB, distributedSources } from './dcat.ts';
 import { rdfCatalogueUrl } from './dcat-catalogue.ts';
 import { type EmitContext, type Emitter, JSON_TYPE, jsonBody } from './types.ts';
 
-export const DSP_CONTEXT = 'https://w3id.org/dspace/2025/1/context.jsonld';
-export const DSP_VERSION = '2025-1';
-export const DSP_VERSION_PATH = '.well-known/dspace-version';
 
 /** The DSP base path on the service's host (`/v1/dsp`): the catalog endpoints are below it. */
 export function dspBasePath(ctx: Pick<EmitContext, 'addresses'>): string {

@@ -12,13 +12,13 @@
 // application/json, as the binding requires, carrying the RFC 9457 members too (type, title,
 // status, detail, field), so a DSP client and a person read the same answer; nothing changes state.
 import type { Context, Middleware } from 'koa';
+import { DSP_CONTEXT } from '../../contract/dsp.ts';
 import { problemBase } from '../../contract/problems.ts';
 import { RDF_CATALOGUE_PATH, negotiateRdf, RDF_SERIALISATIONS } from '../../contract/rdf-catalogue.ts';
 import { Problem } from '../problem.ts';
 import { readJsonBody } from './body.ts';
 import type { StaticSite } from './static.ts';
 
-export const DSP_CONTEXT = 'https://w3id.org/dspace/2025/1/context.jsonld';
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** A CatalogRequestMessage is a few hundred bytes; a filter we refuse anyway need not be read whole. */
 const MAX_REQUEST_BYTES = 16 * 1024;
