@@ -28,6 +28,7 @@ import {
 } from '../../contract/store-format.ts';
 import { readActs } from '../ingest/acts.ts';
 import { BadRecordCounter, failOnBadRecord, IngestError, type BadRecordHandler } from '../ingest/errors.ts';
+import { labelKey } from '../ingest/eurlex-triples.ts';
 import { readEuroVocDescriptors, type DescriptorPlacement } from '../ingest/eurovoc.ts';
 import type { CatalogSrc, Source, SourceCount, StoreSummary } from '../model.ts';
 import { BatchWriter, type Db } from './batch.ts';
@@ -232,6 +233,23 @@ export async function buildUnitStore(
       tablesFrom = `${src.id} (${spec.path}, ${table.size} descriptors)`;
     }
 
+    // English label -> descriptor id, for acts that carry labels (eurlex-triples); built on first use.
+    let byLabel: Map<string, string> | null = null;
+    const descriptorOfLabel = (label: string): string | undefined => {
+      if (!byLabel) {
+        byLabel = new Map();
+        for (const [id, p] of table) if (p.label) byLabel.set(labelKey(p.label), id);
+      }
+      return byLabel.get(labelKey(label));
+    };
+    // Which data entry each act's P units came through: one act, one set of units.
+    const actOwner = new Map<string, string>();
+    const claimAct = (celex: string, entry: string): string | null => {
+      const had = actOwner.get(celex);
+      if (had === undefined) actOwner.set(celex, entry);
+      return had === undefined || had === entry ? null : had;
+    };
+
     const actRoutes = new Map<string, { routes: Map<string, RouteResult>; lines: number }>();
     const routesFor = async (acts: string): Promise<Map<string, RouteResult>> => {
       let r = actRoutes.get(acts);
@@ -283,6 +301,8 @@ export async function buildUnitStore(
           workerBlockBytes: opts.workerBlockBytes,
           routesFor,
           routeAct: routeInline,
+          descriptorOfLabel,
+          claimAct,
           staging: <T>(name: string) => new Staging<T>(staging, `s!${name}!`),
         });
       }
