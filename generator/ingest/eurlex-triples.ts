@@ -6,6 +6,9 @@
 //  - the Official Journal page furniture at the top (date, "EN", "Official Journal of the European
 //    Union", the OJ page reference; in older acts "EUR-Lex - <CELEX> - EN", "Important legal
 //    notice", "|", the CELEX number and the "Official Journal L …" line) is not a paragraph;
+//  - nor is the act's title: the lines before the citations ("Having regard …", "THE COUNCIL …"),
+//    the recitals or the first article (at most 7 of at most 300 characters each; else the first
+//    line alone). It is every unit's title, shown free before purchase, never sold;
 //  - every other non-empty line is one paragraph, except a line that only introduces the next one,
 //    which joins the paragraph it introduces (its text comes first, on a line of its own):
 //      * a label: "(12)", "(a)", "1.", "‘8.", "(iv)", a dash or bullet alone;
@@ -16,7 +19,7 @@
 //  - heading or label lines left at the very end form one last paragraph, so no text is dropped.
 // The paragraph's position (1-based, in this order) is its number in the reference: the same text
 // always gives the same references. The citation names the structure the text shows: recital (n),
-// Article n, Article n(p), Article n(p)(a), Article n, point (x), Annex I, the title, the
+// Article n, Article n(p), Article n(p)(a), Article n, point (x), Annex I, the
 // citations ("Having regard to …"), the closing part and its footnotes.
 import { createReadStream } from 'node:fs';
 import { createGunzip } from 'node:zlib';
@@ -60,15 +63,33 @@ const RECITALS = /^Whereas:?$/;
 const DONE_AT = /^Done at /;
 const FOOTNOTE = /^\((\d{1,3})\)\s+\S/;
 const NUMBERED = /^(\d{1,3})\.\s+\S/;
-const TITLE_LINE = (l: string) => l.length <= 150 && !/[.;:,]$/.test(l) && !LABEL.test(l);
+const TITLE_LINE = (l: string) => l.length <= 150 && !/[.;:,]$/.test(l) && !LABEL.test(l) && !ANNEX.test(l) && !DIVISION.test(l) && !RECITALS.test(l);
 
-type Section = 'title' | 'citations' | 'recitals' | 'enacting terms' | 'closing' | 'annex';
+type Section = 'citations' | 'recitals' | 'enacting terms' | 'closing' | 'annex';
+
+/** Where the act's title ends: the citations, the recitals or the first article. */
+const TITLE_END = /^(Having regard|THE |HAVE |HAS |Whereas|Article \d)/;
+const TITLE_LINES = 7;
+const TITLE_LINE_MAX = 300;
+
+/** The act's text without page furniture, split into its title lines and the rest (see the header of this file). */
+export function actLines(celex: string, reference: string): { title: string[]; body: string[] } {
+  const lines = reference
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .filter((l, i) => !(i < FURNITURE_LINES && (l === celex || FURNITURE.some((re) => re.test(l)))));
+  const end = lines.slice(0, TITLE_LINES + 1).findIndex((l) => TITLE_END.test(l));
+  let n = end > 0 && lines.slice(0, end).every((l) => l.length <= TITLE_LINE_MAX) ? end : lines.length > 1 && lines[0].length <= TITLE_LINE_MAX ? 1 : 0;
+  if (end === 0) n = 0;
+  return { title: lines.slice(0, n), body: lines.slice(n) };
+}
 
 /** The act's text cut into paragraphs (see the header of this file). Pure: the same text, the same paragraphs. */
 export function cutParagraphs(celex: string, reference: string): ActParagraph[] {
-  const lines = reference.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = actLines(celex, reference).body;
   const out: ActParagraph[] = [];
-  let section: Section = 'title';
+  let section: Section = 'citations';
   let recital: string | null = null;
   let article: string | null = null;
   let para: string | null = null;
@@ -82,8 +103,6 @@ export function cutParagraphs(celex: string, reference: string): ActParagraph[] 
 
   const cite = (): string => {
     switch (section) {
-      case 'title':
-        return 'title';
       case 'citations':
         return 'citations';
       case 'recitals':
@@ -104,7 +123,6 @@ export function cutParagraphs(celex: string, reference: string): ActParagraph[] 
 
   for (let i = 0; i < lines.length; i++) {
     const l = lines[i];
-    if (i < FURNITURE_LINES && (l === celex || FURNITURE.some((re) => re.test(l)))) continue;
     if (section !== 'annex') {
       const a = ARTICLE.exec(l);
       if (a) {
@@ -154,7 +172,6 @@ export function cutParagraphs(celex: string, reference: string): ActParagraph[] 
       continue;
     }
     // a content line
-    if (section === 'title' && /^(Having regard|THE |HAVE |HAS )/.test(l)) section = 'citations';
     if (DONE_AT.test(l) && section !== 'annex') (section = 'closing'), (footnote = null);
     if (section === 'closing') {
       const f = FOOTNOTE.exec(l);
@@ -173,10 +190,9 @@ export function cutParagraphs(celex: string, reference: string): ActParagraph[] 
   return out;
 }
 
-/** The act's title: the first paragraph, when the packaging has one before the citations. */
-function titleOf(ps: ActParagraph[], celex: string): string {
-  const t = ps.filter((p) => p.cite === 'title').map((p) => p.text.replace(/\s+/g, ' '));
-  const s = t.join(' ').trim();
+/** The act's title: its title lines joined (free to show: not a paragraph, never sold as one). */
+function titleOf(celex: string, reference: string): string {
+  const s = actLines(celex, reference).title.join(' ').replace(/\s+/g, ' ').trim();
   if (!s) return `CELEX ${celex}`;
   return s.length > 300 ? `${s.slice(0, 299)}…` : s;
 }
@@ -189,7 +205,7 @@ export function checkTriplesAct(v: unknown): { ok: true; value: Omit<TriplesAct,
   if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string')) return { ok: false, reason: `tags of ${celex_id} must be an array of EuroVoc labels` };
   const paragraphs = cutParagraphs(celex_id, reference);
   if (paragraphs.length === 0) return { ok: false, reason: `${celex_id} has no text` };
-  return { ok: true, value: { celex: celex_id, title: titleOf(paragraphs, celex_id), tags: [...new Set(tags as string[])], paragraphs } };
+  return { ok: true, value: { celex: celex_id, title: titleOf(celex_id, reference), tags: [...new Set(tags as string[])], paragraphs } };
 }
 
 /** The lines of a file, gunzipped when its name ends in .gz. */
@@ -219,4 +235,31 @@ export function eliOf(celex: string): string | undefined {
   if (!m) return undefined;
   const type = { L: 'dir', R: 'reg', D: 'dec' }[m[2] as 'L' | 'R' | 'D'];
   return `http://data.europa.eu/eli/${type}/${m[1]}/${Number(m[3])}/oj`;
+}
+
+/** The CELEX number and EuroVoc labels of every act in a file of this format (for `lds check`: the text is not cut). */
+export async function* readTriplesTags(file: string): AsyncGenerator<{ line: number; celex: string; tags: string[] }> {
+  for await (const l of readTextLines(file)) {
+    // The cut writes celex_id first and tags after the act's text: reading those two alone spares
+    // parsing 140 MB of text (`lds check` in 1 CPU-s, not 4); any other shape is parsed whole.
+    const head = /^\{"celex_id": ("(?:[^"\\]|\\.)*"), /.exec(l.text);
+    const at = l.text.lastIndexOf(', "tags": [');
+    const end = at < 0 ? -1 : l.text.indexOf('], "subjects": ', at);
+    if (head && end > 0) {
+      try {
+        const celex: unknown = JSON.parse(head[1]);
+        const tags: unknown = JSON.parse(l.text.slice(at + 10, end + 1));
+        if (typeof celex === 'string' && Array.isArray(tags)) {
+          yield { line: l.line, celex, tags: tags.filter((t): t is string => typeof t === 'string') };
+          continue;
+        }
+      } catch {
+        // parsed whole below
+      }
+    }
+    const parsed = jsonLine(l);
+    if (parsed === null || !parsed.ok || !isObject(parsed.value)) continue; // the build reports a bad line
+    const { celex_id, tags } = parsed.value;
+    if (typeof celex_id === 'string' && Array.isArray(tags)) yield { line: l.line, celex: celex_id, tags: tags.filter((t): t is string => typeof t === 'string') };
+  }
 }
