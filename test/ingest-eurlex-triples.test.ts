@@ -9,6 +9,7 @@ import * as assert from 'uvu/assert';
 import { cutParagraphs, actLines, checkTriplesAct, eliOf } from '../generator/ingest/eurlex-triples.ts';
 import { SHIPPED_CATALOG_SRC } from './helpers/build.ts';
 import { countTriplesParagraphs, triplesActs } from './helpers/store-fixtures.ts';
+import { ingestProgress } from '../generator/store/ingest-progress.ts';
 
 const acts = triplesActs(SHIPPED_CATALOG_SRC);
 const byCelex = new Map(acts.map((a) => [a.celex_id, a]));
@@ -94,6 +95,19 @@ test('references are stable: the same text gives the same paragraphs and positio
   const { title, body } = actLines(old.celex_id, old.reference);
   assert.ok(title.length <= 1 && !title.some((t) => /^EUR-Lex|^Official Journal/.test(t)), old.celex_id);
   assert.not.ok(body.some((l, i) => i < 3 && /^(EUR-Lex - |Important legal notice|\||Official Journal [LC] )/.test(l)), old.celex_id);
+});
+
+test('the ingest progress line: phase, units, rate, share of the data read and the time left, at most every 2 s', () => {
+  const lines: string[] = [];
+  let t = 0;
+  const m = ingestProgress(1000, (l) => lines.push(l), 2000, () => t);
+  m.file('eu.eurlex from data/a.gz', 1000);
+  for (let i = 0; i < 1024; i++) m.unit();
+  assert.equal(lines, [], 'nothing before 2 s');
+  t = 10_000;
+  m.readAt(250);
+  for (let i = 0; i < 1024; i++) m.unit();
+  assert.equal(lines, ['ingest: eu.eurlex from data/a.gz: 2,048 units, 205 units/s, 25 % of the data read, about 30 s of ingest left']);
 });
 
 test.run();

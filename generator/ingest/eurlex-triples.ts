@@ -209,12 +209,15 @@ export function checkTriplesAct(v: unknown): { ok: true; value: Omit<TriplesAct,
 }
 
 /** The lines of a file, gunzipped when its name ends in .gz. */
-export function readTextLines(file: string) {
-  return file.endsWith('.gz') ? splitLines(createReadStream(file, { highWaterMark: 1 << 20 }).pipe(createGunzip({ chunkSize: 1 << 20 }))) : readLines(file);
+export function readTextLines(file: string, readAt?: (bytes: number) => void) {
+  if (!file.endsWith('.gz')) return readLines(file);
+  const raw = createReadStream(file, { highWaterMark: 1 << 20 });
+  if (readAt) raw.on('data', () => readAt(raw.bytesRead)); // beside pipe()'s own listener: it only reads the count
+  return splitLines(raw.pipe(createGunzip({ chunkSize: 1 << 20 })));
 }
 
-export async function* readEurlexTriples(file: string, displayName: string, onBad: BadRecordHandler): AsyncGenerator<TriplesAct> {
-  for await (const l of readTextLines(file)) {
+export async function* readEurlexTriples(file: string, displayName: string, onBad: BadRecordHandler, readAt?: (bytes: number) => void): AsyncGenerator<TriplesAct> {
+  for await (const l of readTextLines(file, readAt)) {
     const parsed = jsonLine(l);
     if (parsed === null) continue;
     const checked = parsed.ok ? checkTriplesAct(parsed.value) : parsed;

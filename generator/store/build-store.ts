@@ -9,8 +9,9 @@
 // runs merged term by term at the end (index-writer.ts). The LevelDB of the store only takes the
 // small keyed part (meta, licences, statistics, term headers); a scratch LevelDB is opened only
 // for sources whose records must be grouped first (staging.ts).
+import { ingestProgress } from './ingest-progress.ts';
 import { createHash } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import { privateDir } from '../../contract/private-dir.ts';
 import { join, resolve } from 'node:path';
 import { Level } from 'level';
@@ -219,7 +220,7 @@ export async function buildUnitStore(
         c.rows += u.rows;
       }
       previews.offer(products, rep.source, u.group, u.unit);
-      if (unitFile.count % 100_000 === 0) progress(`ingest: ${unitFile.count} units`);
+      meter.unit();
     };
 
     // EuroVoc tables come from a served source's 'eurovoc' data (never from a held one).
@@ -277,6 +278,13 @@ export async function buildUnitStore(
       return route;
     };
 
+    // progress on the terminal: phase, units, rate and time left by the bytes of data read
+    const served = plan.flatMap((item) => (item.state === 'served' ? item.src.data!.map((spec) => join(cat.root, spec.path)) : []));
+    const sizeOf = async (p: string) => stat(p).then((s) => (s.isFile() ? s.size : 0), () => 0); // a folder counts 0
+    const sizes = new Map<string, number>();
+    for (const p of served) sizes.set(p, await sizeOf(p));
+    const meter = ingestProgress([...sizes.values()].reduce((a, b) => a + b, 0), progress);
+
     for (const item of plan) {
       if (item.state !== 'served') continue;
       const src = item.src;
@@ -286,6 +294,7 @@ export async function buildUnitStore(
       const listed = listing.get(src.id) ?? [];
       for (const spec of src.data!) {
         progress(`ingest: ${src.id} from ${spec.path} (${spec.adapter})`);
+        meter.file(`${src.id} from ${spec.path}`, sizes.get(join(cat.root, spec.path)) ?? 0);
         await ingestSpec({
           cat,
           src,
@@ -302,6 +311,7 @@ export async function buildUnitStore(
           routesFor,
           routeAct: routeInline,
           descriptorOfLabel,
+          readAt: (bytes: number) => meter.readAt(bytes),
           claimAct,
           staging: <T>(name: string) => new Staging<T>(staging, `s!${name}!`),
         });

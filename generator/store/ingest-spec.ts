@@ -57,6 +57,8 @@ export interface IngestContext {
    * through another data entry (of any source) is refused. Returns that entry, or null.
    */
   claimAct: (celex: string, entry: string) => string | null;
+  /** How far into the current data file an adapter has read (bytes), for the progress line. */
+  readAt?: (bytes: number) => void;
 }
 
 /** The unit kind each adapter makes (null: tables, never units). */
@@ -161,7 +163,7 @@ export async function ingestSpec(x: IngestContext): Promise<void> {
       // The acts carry EuroVoc labels: each is mapped to a descriptor id through the EuroVoc table
       // (never guessed); a label that matches nothing is reported and the act routed by the others.
       if (routed) rep.actsFile = spec.path;
-      for await (const act of readEurlexTriples(path, spec.path, onBad)) {
+      for await (const act of readEurlexTriples(path, spec.path, onBad, x.readAt)) {
         if (!claim(act.celex, act.file, act.line)) continue;
         const ids: string[] = [];
         for (const t of act.tags) {

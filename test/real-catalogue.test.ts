@@ -1,0 +1,89 @@
+// Issue 49, done when: the shipped catalogue (catalog-src as committed, all 1,504 EUR-Lex-Triples
+// acts; not the suites' subset) built once per machine (test/helpers/fixture-cache.ts) and served:
+// 14 products with real units, the 12 culture acts in cultural heritage, a 402 quote for "cultural
+// objects" paid from a balance returning units that cite CELEX 32014L0060, and the README's buyer
+// example (the curl draw and the `npx lds buy` line) answering as its comments promise, with every
+// product's example query finding its real content.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { cp, mkdtemp, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { localAddresses } from '../generator/addresses.ts';
+import { cliAsync, REPO, SHIPPED_CATALOG_SRC } from './helpers/build.ts';
+import { cachedFixture } from './helpers/fixture-cache.ts';
+import { bearer, postJson, refsByProduct, startTestServer, topUp, FIXTURE_EPOCH, type Fixture, type TestServer } from './helpers/service-harness.ts';
+import { tmpdir } from 'node:os';
+
+const CULTURE = ['32006D0515', '32009R0116', '32011D1194', '32012H0417', '32012L0028', '32014D0445', '32014L0026', '32014L0060', '32019L0790', '32019R0880', '32021D2316', '32021R0818'];
+
+/** The shipped catalogue's build, made once per machine until catalog-src or the generator change. */
+async function realCatalogue(): Promise<Fixture> {
+  const entry = await cachedFixture('real-catalogue', { paths: ['catalog-src', 'generator', 'contract', 'package-lock.json', 'test/real-catalogue.test.ts'], params: 'v1' }, async (dir) => {
+    const { build } = await import('../generator/build.ts');
+    await build({ srcDir: SHIPPED_CATALOG_SRC, outDir: join(dir, 'dist'), storeRoot: join(dir, 'store'), addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example'), sourceDateEpoch: FIXTURE_EPOCH });
+  });
+  const root = await mkdtemp(join(tmpdir(), 'lds-real-'));
+  await cp(entry, root, { recursive: true, verbatimSymlinks: true });
+  const dist = join(root, 'dist');
+  return { root, dist, store: join(root, 'store'), catalogue: JSON.parse(await readFile(join(dist, 'v1/lds/_catalog'), 'utf8')) };
+}
+
+let fx: Fixture;
+let srv: TestServer;
+test.before(async () => {
+  fx = await realCatalogue();
+  srv = await startTestServer(fx);
+});
+test.after(async () => {
+  await srv?.close();
+});
+
+test('14 of 14 products sell real units; cultural heritage holds the 12 culture acts', async () => {
+  const products = fx.catalogue.products as { product_id: string; live_unit_count: number }[];
+  assert.is(products.length, 14);
+  for (const p of products) assert.ok(p.live_unit_count > 0, `${p.product_id}: ${p.live_unit_count} units`);
+  const refs = await refsByProduct(fx.store);
+  const heritage = refs.get('svc-cultural-heritage-eu')!;
+  for (const celex of CULTURE) assert.ok(heritage.some((r) => r.startsWith(`eu.eurlex:${celex}/`)), `${celex} in cultural heritage`);
+  assert.ok([...refs.values()].reduce((n, r) => n + r.length, 0) > 1_000_000, 'over a million unit placements');
+});
+
+test('done when: a 402 quote for "cultural objects", paid from a balance, returns units citing CELEX 32014L0060', async () => {
+  const draw = { product_id: 'svc-cultural-heritage-eu', query: 'cultural objects', limit: 5 };
+  const q0 = await postJson(`${srv.base}/lds/draw`, draw);
+  assert.is(q0.status, 402);
+  const token = await topUp(srv.base, '5.00');
+  const q = (await (await postJson(`${srv.base}/lds/draw`, draw, bearer(token))).json()) as any;
+  assert.ok(q.quote_id, JSON.stringify(q));
+  const paid = await postJson(`${srv.base}/lds/draw`, { ...draw, quote_id: q.quote_id }, bearer(token));
+  assert.is(paid.status, 200);
+  const body = (await paid.json()) as any;
+  assert.ok(body.units.some((u: any) => u.citation.celex === '32014L0060' && /^CELEX 32014L0060, /.test(u.citation.label) && u.citation.eli === 'http://data.europa.eu/eli/dir/2014/60/oj'), JSON.stringify(body.units.map((u: any) => u.citation.label)));
+});
+
+test("the README's buyer example answers as its comments say: the curl draw is a 402 with a quote, `npx lds buy` pays and verifies", async () => {
+  const readme = await readFile(join(REPO, 'README.md'), 'utf8');
+  const m = /-d '(\{"product_id":[^']+\})'\s+# 402 and a quote/.exec(readme);
+  assert.ok(m, 'the README draws with curl');
+  const res = await postJson(`${srv.base}/lds/draw`, JSON.parse(m![1]));
+  assert.is(res.status, 402);
+  const quote = (await res.json()) as any;
+  assert.ok(quote.quote_id && quote.breakdown.length > 0, JSON.stringify(quote));
+  const line = /npx lds buy ([^\n\\]+)\\\n\s+([^#\n]+)#/.exec(readme);
+  assert.ok(line, 'the README buys with npx lds buy');
+  const dir = await mkdtemp(join(fx.root, 'buyer-'));
+  const args = `${line![1]} ${line![2]}`.trim().split(/\s+/).map((a) => (a === 'balance-token' || a === 'receipts.ndjson' ? join(dir, a) : a));
+  const buy = await cliAsync(['buy', '--base-url', srv.base, ...args], { env: { LDS_BALANCE_TOKEN: '' } });
+  assert.is(buy.code, 0, buy.stdout + buy.stderr);
+  const verify = await cliAsync(['receipts', 'verify', join(dir, 'receipts.ndjson')]);
+  assert.is(verify.code, 0, verify.stdout + verify.stderr);
+});
+
+test("every product's example query finds its real content", async () => {
+  for (const p of fx.catalogue.products as { product_id: string; example_query: string }[]) {
+    const res = await postJson(`${srv.base}/lds/draw`, { product_id: p.product_id, query: p.example_query, limit: 3 });
+    assert.is(res.status, 402, `${p.product_id} "${p.example_query}": ${res.status} ${await res.text()}`);
+  }
+});
+
+test.run();
