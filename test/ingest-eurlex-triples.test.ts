@@ -7,7 +7,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cutParagraphs, actLines, checkTriplesAct, eliOf } from '../generator/ingest/eurlex-triples.ts';
-import { SHIPPED_CATALOG_SRC } from './helpers/build.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { actParagraphUnit } from '../generator/store/units.ts';
+import type { Source } from '../generator/model.ts';
+import { REPO, SHIPPED_CATALOG_SRC } from './helpers/build.ts';
 import { countTriplesParagraphs, triplesActs } from './helpers/store-fixtures.ts';
 import { ingestProgress } from '../generator/store/ingest-progress.ts';
 
@@ -73,7 +77,13 @@ test('Directive 2014/60/EU: cited as a lawyer cites it', () => {
   const a1 = at('This Directive applies to the return');
   assert.is(a1.cite, 'Article 1');
   assert.ok(a1.text.startsWith('Article 1\n'), 'the heading joins the paragraph it introduces');
-  assert.is(at('Return proceedings may not be brought if removal').cite, 'Article 8(2)');
+  const a82 = at('Return proceedings may not be brought if removal');
+  assert.is(a82.cite, 'Article 8(2)');
+  // the unit as sold, and as docs/publishing.md shows its citation
+  const src = { id: 'eu.eurlex', publisher: 'Publications Office of the European Union' } as Source;
+  const u = actParagraphUnit(src, { file: 'f', line: 1, ...checked.value }, a82).unit;
+  assert.equal([u.ref, u.citation.label, u.citation.eli, u.citation.para], ['eu.eurlex:32014L0060/65', 'CELEX 32014L0060, Article 8(2) (paragraph 65)', 'http://data.europa.eu/eli/dir/2014/60/oj', 65]);
+  assert.ok(readFileSync(join(REPO, 'docs/publishing.md'), 'utf8').replace(/\s+/g, ' ').includes(`"${u.citation.label}"`), 'the guide shows the citation as built');
   assert.is(at('removed from the territory of a Member State in breach').cite, 'Article 2, point (2)(a)');
   assert.is(at('‘holder’ means').cite, 'Article 2, point (7)');
   assert.is(at('Repealed Directive with list of its successive amendments').cite, 'Annex I');
