@@ -54,7 +54,8 @@ test('14 of 14 products sell real units; cultural heritage holds the 12 culture 
   for (const p of products) assert.ok(p.live_unit_count > 0, `${p.product_id}: ${p.live_unit_count} units`);
   assert.equal(heritageUnknown, [], 'every culture act sells in cultural heritage');
   const eurlex = (fx.catalogue.sources as { source: string; units: number }[]).find((s) => s.source === 'eu.eurlex')!;
-  assert.ok(eurlex.units > 1_000_000, `${eurlex.units} EUR-Lex units`);
+  // 1,370,714 lines: less page furniture, titles, labels joined to their paragraphs and the 53 acts no product's rule selects
+  assert.ok(eurlex.units > 900_000, `${eurlex.units} EUR-Lex units`);
 });
 
 test('done when: a 402 quote for "cultural objects", paid from a balance, returns units citing CELEX 32014L0060', async () => {
@@ -82,16 +83,18 @@ test("the README's buyer example answers as its comments say: the curl draw is a
   assert.ok(line, 'the README buys with npx lds buy');
   const dir = await mkdtemp(join(fx.root, 'buyer-'));
   const args = `${line![1]} ${line![2]}`.trim().split(/\s+/).map((a) => (a === 'balance-token' || a === 'receipts.ndjson' ? join(dir, a) : a));
-  const buy = await cliAsync(['buy', '--base-url', srv.base, ...args], { env: { LDS_BALANCE_TOKEN: '' } });
+  const buy = await cliAsync(['buy', '--base-url', srv.base, ...args], { env: { LDS_BALANCE_TOKEN: '' }, timeoutMs: 300_000 });
   assert.is(buy.code, 0, buy.stdout + buy.stderr);
-  const verify = await cliAsync(['receipts', 'verify', join(dir, 'receipts.ndjson')]);
+  const verify = await cliAsync(['receipts', 'verify', join(dir, 'receipts.ndjson')], { timeoutMs: 300_000 });
   assert.is(verify.code, 0, verify.stdout + verify.stderr);
 });
 
 test("every product's example query finds its real content", async () => {
-  for (const p of fx.catalogue.products as { product_id: string; example_query: string }[]) {
-    const res = await postJson(`${srv.base}/lds/draw`, { product_id: p.product_id, query: p.example_query, limit: 3 });
-    assert.is(res.status, 402, `${p.product_id} "${p.example_query}": ${res.status} ${await res.text()}`);
+  for (const p of fx.catalogue.products as { product_id: string; example_query: { query: string } }[]) {
+    const res = await postJson(`${srv.base}/lds/draw`, { product_id: p.product_id, query: p.example_query.query, limit: 3 });
+    const body = await res.text();
+    assert.is(res.status, 402, `${p.product_id} "${p.example_query.query}": ${res.status} ${body}`);
+    assert.ok(JSON.parse(body).quote_id, body);
   }
 });
 

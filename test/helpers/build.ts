@@ -75,7 +75,7 @@ export function cli(args: string[], env: Record<string, string> = {}) {
  * Runs the real CLI without blocking this process (use it when the service under test runs in
  * this process). `input` is written to its standard input.
  */
-export function cliAsync(args: string[], opts: { env?: Record<string, string>; input?: string } = {}): Promise<RunResult> {
+export function cliAsync(args: string[], opts: { env?: Record<string, string>; input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
   return runAsync(process.execPath, [...LDS_ARGS, ...args], opts);
 }
 
