@@ -283,7 +283,8 @@ export async function buildUnitStore(
     const sizeOf = async (p: string) => stat(p).then((s) => (s.isFile() ? s.size : 0), () => 0); // a folder counts 0
     const sizes = new Map<string, number>();
     for (const p of served) sizes.set(p, await sizeOf(p));
-    const meter = ingestProgress([...sizes.values()].reduce((a, b) => a + b, 0), progress);
+    // a file read by two sources (aligned paragraphs and rows) is read, and counted, twice
+    const meter = ingestProgress(served.reduce((a, p) => a + (sizes.get(p) ?? 0), 0), progress);
 
     for (const item of plan) {
       if (item.state !== 'served') continue;

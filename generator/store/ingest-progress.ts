@@ -38,7 +38,7 @@ export function ingestProgress(totalBytes: number, say: (line: string) => void, 
       if (t - last < everyMs) return;
       last = t;
       const s = (t - started) / 1000;
-      const f = totalBytes > 0 ? (done + at) / totalBytes : 0;
+      const f = totalBytes > 0 ? Math.min(1, (done + at) / totalBytes) : 0;
       const left = f > 0.01 ? `, about ${fmt((s * (1 - f)) / f)} s of ingest left` : '';
       say(`ingest: ${phase}: ${fmt(units)} units, ${fmt(units / s)} units/s, ${Math.round(f * 100)} % of the data read${left}`);
     },
