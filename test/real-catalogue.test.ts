@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { localAddresses } from '../generator/addresses.ts';
 import { cliAsync, REPO, SHIPPED_CATALOG_SRC } from './helpers/build.ts';
 import { cachedFixture } from './helpers/fixture-cache.ts';
+import { documentationFiles, readDoc } from './helpers/docs.ts';
 import { bearer, postJson, startTestServer, topUp, FIXTURE_EPOCH, type Fixture, type TestServer } from './helpers/service-harness.ts';
 import { tmpdir } from 'node:os';
 
@@ -87,6 +88,22 @@ test("the README's buyer example answers as its comments say: the curl draw is a
   assert.is(buy.code, 0, buy.stdout + buy.stderr);
   const verify = await cliAsync(['receipts', 'verify', join(dir, 'receipts.ndjson')], { timeoutMs: 300_000 });
   assert.is(verify.code, 0, verify.stdout + verify.stderr);
+});
+
+test('every draw by query in the README and the guides finds units in the shipped catalogue (a 402 with a quote)', async () => {
+  const draws: { product_id: string; query: string; where: string }[] = [];
+  for (const doc of documentationFiles().filter((f) => !f.startsWith('docs/benchmarks/'))) {
+    const text = readDoc(doc);
+    for (const m of text.matchAll(/"product_id":"([a-z0-9-]+)","query":"([^"]+)"/g)) draws.push({ product_id: m[1]!, query: m[2]!, where: doc });
+    for (const m of text.matchAll(/--product (svc-[a-z0-9-]+) --query (?:'([^']+)'|([^\s'<]+))/g)) draws.push({ product_id: m[1]!, query: m[2] ?? m[3]!, where: doc });
+  }
+  assert.ok(draws.length >= 3, JSON.stringify(draws));
+  for (const d of draws) {
+    const res = await postJson(`${srv.base}/lds/draw`, { product_id: d.product_id, query: d.query, limit: 3 });
+    const body = await res.text();
+    assert.is(res.status, 402, `${d.where}: ${d.product_id} "${d.query}": ${body}`);
+    assert.ok(JSON.parse(body).quote_id, body);
+  }
 });
 
 test("every product's example query finds its real content", async () => {
