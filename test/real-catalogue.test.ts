@@ -9,27 +9,12 @@ import * as assert from 'uvu/assert';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { openUnitStore } from '../payments/store/unit-store.ts';
 import { join } from 'node:path';
-import { localAddresses } from '../generator/addresses.ts';
-import { cliAsync, REPO, SHIPPED_CATALOG_SRC } from './helpers/build.ts';
-import { cachedFixture } from './helpers/fixture-cache.ts';
+import { cliAsync, REPO } from './helpers/build.ts';
+import { realCatalogue } from './helpers/real-catalogue.ts';
 import { documentationFiles, readDoc } from './helpers/docs.ts';
-import { bearer, postJson, startTestServer, topUp, FIXTURE_EPOCH, type Fixture, type TestServer } from './helpers/service-harness.ts';
-import { tmpdir } from 'node:os';
+import { bearer, postJson, startTestServer, topUp, type Fixture, type TestServer } from './helpers/service-harness.ts';
 
 const CULTURE = ['32006D0515', '32009R0116', '32011D1194', '32012H0417', '32012L0028', '32014D0445', '32014L0026', '32014L0060', '32019L0790', '32019R0880', '32021D2316', '32021R0818'];
-
-/** The shipped catalogue's build, made once per machine until catalog-src or the generator change. */
-async function realCatalogue(): Promise<Fixture> {
-  const entry = await cachedFixture('real-catalogue', { paths: ['catalog-src', 'generator', 'contract', 'package-lock.json', 'test/real-catalogue.test.ts'], params: 'v1' }, async (dir) => {
-    const { build } = await import('../generator/build.ts');
-    await build({ srcDir: SHIPPED_CATALOG_SRC, outDir: join(dir, 'dist'), storeRoot: join(dir, 'store'), addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example'), sourceDateEpoch: FIXTURE_EPOCH });
-  });
-  // served in place (a copy is 0.9 GB): the service only reads dist/ and the store; its ledger and
-  // secrets go to a folder of this run
-  const root = await mkdtemp(join(tmpdir(), 'lds-real-'));
-  const dist = join(entry, 'dist');
-  return { root, dist, store: join(entry, 'store'), catalogue: JSON.parse(await readFile(join(dist, 'v1/lds/_catalog'), 'utf8')) };
-}
 
 let fx: Fixture;
 let srv: TestServer;

@@ -4,7 +4,7 @@
 // mechanics need a catalogue with every product selling, not a million paragraphs; the few that
 // need the shipped catalogue itself (the README's buyer example, issue 49's done-when, the
 // adapter's counts on real acts) use SHIPPED_CATALOG_SRC (helpers/build.ts) and its one cached
-// build (realCatalogueBuild in helpers/real-catalogue.ts).
+// build (realCatalogue in helpers/real-catalogue.ts).
 //
 // test/run.ts makes the copy once per machine (cached by the bytes of catalog-src and this file)
 // and names it in LDS_TEST_CATALOG_SRC, which helpers/build.ts's CATALOG_SRC follows.
