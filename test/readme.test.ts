@@ -101,7 +101,7 @@ test('issue 50 item 12: the start times the README states are measured figures w
   const row = bench.split('\n').find((l) => l.startsWith('| first `npm start` from a fresh clone'))!;
   assert.ok(row, 'BENCHMARKS.md records the first start');
   assert.ok(row.includes(`load ${first![2]}`) && row.includes(`| ${first![1]} s `), row);
-  const built = /On a built tree `npm start` serves in ([\d.]+) s \(([\d.]+) s to "serving"/.exec(start);
+  const built = /On a built tree `npm start` serves in ([\d.]+) s\s+\(([\d.]+) s to "serving"/.exec(start);
   assert.ok(built, start);
   assert.ok(bench.includes(`(${built![1]} s measured on a quiet machine`), 'the built-tree figure is in BENCHMARKS.md');
   assert.ok(docs.get('docs/operations.md')!.includes(`serves in ${built![1]} s`), 'docs/operations.md says the same');
