@@ -10,6 +10,8 @@ import addFormats from 'ajv-formats';
 import { CatalogErrors, formatFinding, isError, pointer, type SourceError } from './errors.ts';
 import { jsonSpans, JsonSyntaxError, lineCol, spanAt, type Span } from './json-positions.ts';
 import type { CatalogSrc, CatalogueSettings, Licence, ProductSrc, Source } from './model.ts';
+import { labelKey, readTriplesTags } from './ingest/eurlex-triples.ts';
+import { readEuroVocDescriptors } from './ingest/eurovoc.ts';
 
 const SCHEMAS = ['catalogue', 'licence', 'source', 'product'] as const;
 type SchemaName = (typeof SCHEMAS)[number];
@@ -332,6 +334,8 @@ export async function checkCatalogSrc(root: string): Promise<CheckResult> {
     const said = statedCount(String((settings as { description?: unknown }).description ?? ''));
     if (said) errors.push({ file: 'catalogue.json', pointer: '/description', reason: countReason(said) });
   }
+  errors.push(...(await checkActsData(root, sources)));
+
   for (const p of products as { product_id?: unknown; description?: unknown }[]) {
     const said = statedCount(String(p.description ?? ''));
     if (said) errors.push({ file: `products/${String(p.product_id)}.json`, pointer: '/description', reason: countReason(said) });
@@ -378,3 +382,42 @@ export function statedCount(text: string): string | null {
 
 const countReason = (said: string) =>
   `states a count ("${said}"): the build states how many products and sources there are (docs, llms.txt, pages), from the catalogue itself; describe them without the number`;
+
+/**
+ * What `lds check` says about acts that carry EuroVoc labels (eurlex-triples data) and acts that
+ * come through more than one data entry:
+ *  - a label that matches no descriptor of the EuroVoc table (exact, trimmed, case-insensitive) is a
+ *    warning naming the act and the label: it is never guessed, and the act is routed by its others;
+ *  - an act in two P data entries (of any served source) is an error: one act is one set of units,
+ *    or a buyer could buy the same paragraph twice under two references.
+ * Only served sources (a ruling, not held) are read: the build reads nothing else.
+ */
+async function checkActsData(root: string, sources: Map<string, Loose>): Promise<SourceError[]> {
+  const out: SourceError[] = [];
+  const served = [...sources.entries()].filter(([, s]) => obj(s.ruling) && !s.held).sort(([a], [b]) => (a < b ? -1 : 1));
+  const entries = served.flatMap(([id, s]) => arr(s.data).map((d, i) => ({ id, i, adapter: str(obj(d)?.adapter), path: str(obj(d)?.path) })));
+  const triples = entries.filter((e) => e.adapter === 'eurlex-triples' && e.path !== undefined);
+  if (!triples.length) return out;
+  const tables = entries.find((e) => e.adapter === 'eurovoc' && e.path !== undefined);
+  const labels = new Set<string>();
+  if (tables) for (const p of (await readEuroVocDescriptors(join(root, tables.path!), tables.path!, () => {})).values()) if (p.label) labels.add(labelKey(p.label));
+  const owner = new Map<string, string>();
+  for (const e of triples) {
+    const rel = `sources/${e.id}.json`;
+    const misses: string[] = [];
+    try {
+      for await (const a of readTriplesTags(join(root, e.path!))) {
+        const other = owner.get(a.celex);
+        if (other !== undefined && other !== e.path)
+          out.push({ file: rel, pointer: pointer('data', e.i, 'path'), reason: `act ${a.celex} (line ${a.line} of ${e.path}) also comes through ${other}: one act is one set of units (a buyer must not buy a paragraph twice under two references); keep it in one data file` });
+        else owner.set(a.celex, e.path!);
+        if (tables) for (const t of a.tags) if (!labels.has(labelKey(t))) misses.push(`${a.celex} ${JSON.stringify(t)}`);
+      }
+    } catch {
+      continue; // unreadable: the data path check or the build says so
+    }
+    if (misses.length)
+      out.push({ file: rel, pointer: pointer('data', e.i, 'path'), severity: 'warning', reason: `${misses.length} EuroVoc label(s) in ${e.path} match no descriptor of ${tables!.path}/descriptors.csv (exact, trimmed, case-insensitive); not guessed, each act is routed by its other labels: ${misses.join(', ')}` });
+  }
+  return out;
+}

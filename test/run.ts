@@ -53,6 +53,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fixtureCacheRoot, pruneFixtureCache } from './helpers/fixture-cache.ts';
 import { failureDir, writeFailureLog, type FailedRun } from './helpers/failure-log.ts';
+import { testCatalogSrc } from './helpers/test-catalog.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, '..');
@@ -399,6 +400,10 @@ process.env.LDS_BUILD_CACHE ??= join(process.env.LDS_TEST_FIXTURE_CACHE, 'compre
 // (392 s and 396 s). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
 process.env.NODE_COMPILE_CACHE ??= join(process.env.LDS_TEST_FIXTURE_CACHE, 'node-compile');
 pruneFixtureCache();
+// The catalog-src the suites build: the shipped one with a small real subset of its 1,504 EUR-Lex
+// acts (test/helpers/test-catalog.ts), made once per machine; LDS_TEST_CATALOG_SRC=shipped builds the real one.
+if (process.env.LDS_TEST_CATALOG_SRC === 'shipped') delete process.env.LDS_TEST_CATALOG_SRC;
+else process.env.LDS_TEST_CATALOG_SRC ??= await testCatalogSrc();
 // The suites' temporary folders (stores, ledgers, builds, web roots, PostgreSQL clusters: ~3 GB a
 // run) go into one folder of this run, a folder per file in it (its TMPDIR), each removed when its
 // file ends: left in the temp folder they filled a 50 GB disk in a few runs. What the files of a

@@ -54,14 +54,14 @@ test('routing of the 57 EURLEX57K acts: pinned per product (media, research and 
     'svc-agriculture-eu': 38, 'svc-cultural-heritage-eu': 0, 'svc-energy-eu': 2, 'svc-finance-eu': 4, 'svc-green-deal-eu': 7, 'svc-health-eu': 30, 'svc-language-eu': 16,
     'svc-manufacturing-eu': 11, 'svc-media-eu': 19, 'svc-mobility-eu': 4, 'svc-public-admin-eu': 5, 'svc-research-eu': 14, 'svc-skills-eu': 1, 'svc-tourism-eu': 1,
   });
-  // units per product from these acts: media, research and tourism are sold from EURLEX57K alone
-  assert.equal(built.products['svc-media-eu']['eu.eurlex'], { units: 124, rows: 124 });
-  assert.equal(built.products['svc-research-eu']['eu.eurlex'], { units: 105, rows: 105 });
-  assert.equal(built.products['svc-tourism-eu']['eu.eurlex'], { units: 6, rows: 6 });
+  // units per product from these acts (English only: one row each)
+  const from57k = (pid: string) => scan.units.filter((u, i) => u.source === 'eu.eurlex' && celex.has(u.ref.slice('eu.eurlex:'.length).split('/')[0]) && scan.products[i].includes(pid)).length;
+  assert.equal([from57k('svc-media-eu'), from57k('svc-research-eu'), from57k('svc-tourism-eu')], [124, 105, 6]);
   // the routing report names the new acts files
   for (const f of EURLEX57K_FILES) assert.ok(built.report.includes(`acts file ${f}: `), built.report);
-  // a zero is explained: cultural heritage's EUR-Lex note says no act matches its rule
-  assert.match(built.product_notes!['svc-cultural-heritage-eu']['eu.eurlex'], /^none of the 86 acts ingested .* carries a EuroVoc descriptor in this product's rule \(microthesauri 100213; descriptors 2278\)/);
+  // cultural heritage sells the culture acts of the EUR-Lex-Triples cut (issue 49), so no note explains a zero
+  assert.is(built.product_notes?.['svc-cultural-heritage-eu']?.['eu.eurlex'], undefined);
+  assert.ok(built.products['svc-cultural-heritage-eu']['eu.eurlex'].units > 0);
 });
 
 test('new units: citation with publisher, title, the source licence; references as documented', async () => {

@@ -6,13 +6,37 @@ export function diffJson(c: CatalogueChanges): string {
   return JSON.stringify({ buyer_visible: c.change_count > 0, ...c }, null, 2) + '\n';
 }
 
+/** A value as one line of text: lists joined, a unit definition as "source (unit): definition". */
+function flat(value: unknown): string {
+  const item = (v: unknown): string => {
+    if (typeof v === 'string') return v;
+    const d = v as { source?: unknown; unit?: unknown; definition?: unknown } | null;
+    if (d && typeof d === 'object' && typeof d.source === 'string' && typeof d.definition === 'string') return `${d.source} (${String(d.unit)}): ${d.definition}`;
+    return JSON.stringify(v);
+  };
+  return (Array.isArray(value) ? value.map(item).join('; ') : item(value)).replace(/\s+/g, ' ').trim();
+}
+
 /** A table cell: one line, pipes escaped, long prose shortened (the JSON form keeps it whole). */
 function cell(value: unknown, max = 160): string {
   if (value === null || value === undefined) return '—';
-  let text = typeof value === 'string' ? value : Array.isArray(value) ? value.join(', ') : JSON.stringify(value);
-  text = text.replace(/\s+/g, ' ').trim();
+  let text = flat(value);
   if (text.length > max) text = `${text.slice(0, max - 1)}…`;
   return text.replace(/\\/g, '\\\\').replace(/\|/g, '\\|') || '""';
+}
+
+/**
+ * The old and new cells of a changed long text, each from a little before where they first differ
+ * (a reviewer sees what changed, not the same first 160 characters twice).
+ */
+function changedCells(oldValue: unknown, newValue: unknown): [unknown, unknown] {
+  if (oldValue === null || oldValue === undefined || newValue === null || newValue === undefined) return [oldValue, newValue];
+  const a = flat(oldValue);
+  const b = flat(newValue);
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  const from = Math.max(0, a.lastIndexOf(' ', Math.max(0, i - 40)) + 1);
+  return from > 0 ? [`…${a.slice(from)}`, `…${b.slice(from)}`] : [a, b];
 }
 
 function table(head: string[], rows: unknown[][]): string[] {
@@ -74,7 +98,7 @@ export function diffMarkdown(c: CatalogueChanges): string {
     'Both addresses are on this machine (a local build for another port or loopback name); no buyer reaches either.', '',
     ...table(['address', 'old', 'new'], c.local_addresses.map((a) => [a.field, a.old, a.new])),
   ] : []);
-  section('Other product fields', c.product_fields.length ? table(['product', 'field', 'old', 'new'], c.product_fields.map((f) => [f.product_id, f.field, f.old, f.new])) : []);
-  section('Catalogue', c.catalogue_fields.length ? table(['field', 'old', 'new'], c.catalogue_fields.map((f) => [f.field, f.old, f.new])) : []);
+  section('Other product fields', c.product_fields.length ? table(['product', 'field', 'old', 'new'], c.product_fields.map((f) => [f.product_id, f.field, ...changedCells(f.old, f.new)])) : []);
+  section('Catalogue', c.catalogue_fields.length ? table(['field', 'old', 'new'], c.catalogue_fields.map((f) => [f.field, ...changedCells(f.old, f.new)])) : []);
   return out.join('\n') + '\n';
 }

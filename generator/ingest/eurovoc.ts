@@ -8,6 +8,7 @@ import { type BadRecordHandler, IngestError } from './errors.ts';
 export interface DescriptorPlacement {
   microthesauri: string[];
   domains: string[];
+  label?: string; // label_en, where the table has one (acts that carry labels are mapped through it)
 }
 
 const list = (v: string | undefined) => (v ?? '').split(';').map((s) => s.trim()).filter(Boolean);
@@ -26,7 +27,8 @@ export async function readEuroVocDescriptors(dir: string, displayDir: string, on
       onBad(new IngestError(name, String(line), `descriptor ${id} is listed twice`));
       continue;
     }
-    out.set(id, { microthesauri: list(record.mt_eurovoc_ids), domains: list(record.domain_codes) });
+    const label = record.label_en?.trim();
+    out.set(id, { microthesauri: list(record.mt_eurovoc_ids), domains: list(record.domain_codes), ...(label ? { label } : {}) });
   }
   return out;
 }

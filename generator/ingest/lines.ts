@@ -19,10 +19,15 @@ export function decodeLine(buf: Buffer, start: number, end: number, line: number
   return { line, text, utf8: !text.includes('\uFFFD') || isUtf8(buf.subarray(start, end)) };
 }
 
-export async function* readLines(file: string): AsyncGenerator<Line> {
+export function readLines(file: string): AsyncGenerator<Line> {
+  return splitLines(createReadStream(file, { highWaterMark: 1 << 20 }));
+}
+
+/** The lines of a byte stream (a file, or a gunzip of one). */
+export async function* splitLines(bytes: AsyncIterable<Buffer>): AsyncGenerator<Line> {
   let line = 0;
   let carry: Buffer | null = null;
-  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+  for await (const chunk of bytes) {
     let start = 0;
     let nl = chunk.indexOf(10);
     if (carry && nl !== -1) {

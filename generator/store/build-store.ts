@@ -9,8 +9,9 @@
 // runs merged term by term at the end (index-writer.ts). The LevelDB of the store only takes the
 // small keyed part (meta, licences, statistics, term headers); a scratch LevelDB is opened only
 // for sources whose records must be grouped first (staging.ts).
+import { ingestProgress } from './ingest-progress.ts';
 import { createHash } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import { privateDir } from '../../contract/private-dir.ts';
 import { join, resolve } from 'node:path';
 import { Level } from 'level';
@@ -28,6 +29,7 @@ import {
 } from '../../contract/store-format.ts';
 import { readActs } from '../ingest/acts.ts';
 import { BadRecordCounter, failOnBadRecord, IngestError, type BadRecordHandler } from '../ingest/errors.ts';
+import { labelKey } from '../ingest/eurlex-triples.ts';
 import { readEuroVocDescriptors, type DescriptorPlacement } from '../ingest/eurovoc.ts';
 import type { CatalogSrc, Source, SourceCount, StoreSummary } from '../model.ts';
 import { BatchWriter, type Db } from './batch.ts';
@@ -218,7 +220,7 @@ export async function buildUnitStore(
         c.rows += u.rows;
       }
       previews.offer(products, rep.source, u.group, u.unit);
-      if (unitFile.count % 100_000 === 0) progress(`ingest: ${unitFile.count} units`);
+      meter.unit();
     };
 
     // EuroVoc tables come from a served source's 'eurovoc' data (never from a held one).
@@ -231,6 +233,23 @@ export async function buildUnitStore(
       table = await readEuroVocDescriptors(join(cat.root, spec.path), spec.path, onBad);
       tablesFrom = `${src.id} (${spec.path}, ${table.size} descriptors)`;
     }
+
+    // English label -> descriptor id, for acts that carry labels (eurlex-triples); built on first use.
+    let byLabel: Map<string, string> | null = null;
+    const descriptorOfLabel = (label: string): string | undefined => {
+      if (!byLabel) {
+        byLabel = new Map();
+        for (const [id, p] of table) if (p.label) byLabel.set(labelKey(p.label), id);
+      }
+      return byLabel.get(labelKey(label));
+    };
+    // Which data entry each act's P units came through: one act, one set of units.
+    const actOwner = new Map<string, string>();
+    const claimAct = (celex: string, entry: string): string | null => {
+      const had = actOwner.get(celex);
+      if (had === undefined) actOwner.set(celex, entry);
+      return had === undefined || had === entry ? null : had;
+    };
 
     const actRoutes = new Map<string, { routes: Map<string, RouteResult>; lines: number }>();
     const routesFor = async (acts: string): Promise<Map<string, RouteResult>> => {
@@ -259,6 +278,14 @@ export async function buildUnitStore(
       return route;
     };
 
+    // progress on the terminal: phase, units, rate and time left by the bytes of data read
+    const served = plan.flatMap((item) => (item.state === 'served' ? item.src.data!.map((spec) => join(cat.root, spec.path)) : []));
+    const sizeOf = async (p: string) => stat(p).then((s) => (s.isFile() ? s.size : 0), () => 0); // a folder counts 0
+    const sizes = new Map<string, number>();
+    for (const p of served) sizes.set(p, await sizeOf(p));
+    // a file read by two sources (aligned paragraphs and rows) is read, and counted, twice
+    const meter = ingestProgress(served.reduce((a, p) => a + (sizes.get(p) ?? 0), 0), progress);
+
     for (const item of plan) {
       if (item.state !== 'served') continue;
       const src = item.src;
@@ -268,6 +295,7 @@ export async function buildUnitStore(
       const listed = listing.get(src.id) ?? [];
       for (const spec of src.data!) {
         progress(`ingest: ${src.id} from ${spec.path} (${spec.adapter})`);
+        meter.file(`${src.id} from ${spec.path}`, sizes.get(join(cat.root, spec.path)) ?? 0);
         await ingestSpec({
           cat,
           src,
@@ -283,6 +311,9 @@ export async function buildUnitStore(
           workerBlockBytes: opts.workerBlockBytes,
           routesFor,
           routeAct: routeInline,
+          descriptorOfLabel,
+          readAt: (bytes: number) => meter.readAt(bytes),
+          claimAct,
           staging: <T>(name: string) => new Staging<T>(staging, `s!${name}!`),
         });
       }

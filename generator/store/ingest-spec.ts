@@ -13,6 +13,7 @@ import { readAirbaseStatistics, readStations, type Station } from '../ingest/eea
 import { type BadRecordHandler, IngestError } from '../ingest/errors.ts';
 import { escoFiles, escoRecord, mergeSkillRows, readEscoFile, type EscoRow } from '../ingest/esco.ts';
 import { readEurlex57k } from '../ingest/eurlex57k.ts';
+import { readEurlexTriples } from '../ingest/eurlex-triples.ts';
 import { iateFiles, readIateEntries, readIateTerms, type IateEntry, type IateTerm } from '../ingest/iate.ts';
 import { readJsonStat } from '../ingest/jsonstat.ts';
 import { readOpenAireResults } from '../ingest/openaire.ts';
@@ -26,7 +27,7 @@ import type { PreparedUnit } from './prepared.ts';
 import type { SourceReport } from './report.ts';
 import type { RouteResult } from './routing.ts';
 import type { Staging } from './staging.ts';
-import { actBlockUnit, aknAct, alignedRowUnit, genericRecord, iateConceptUnit, paragraphUnit, provisionUnit, recordUnit, type BuiltUnit } from './units.ts';
+import { actBlockUnit, actParagraphUnit, aknAct, alignedRowUnit, genericRecord, iateConceptUnit, paragraphUnit, provisionUnit, recordUnit, type BuiltUnit } from './units.ts';
 
 export interface IngestContext {
   cat: CatalogSrc;
@@ -49,6 +50,15 @@ export interface IngestContext {
   /** Routes an act read with its units (EURLEX57K), and records it for the report under `file`. */
   routeAct: (file: string, celex: string, descriptors: string[]) => RouteResult;
   staging: <T>(name: string) => Staging<T>;
+  /** The EuroVoc descriptor id of an English label (exact, trimmed, case-insensitive), if any. */
+  descriptorOfLabel: (label: string) => string | undefined;
+  /**
+   * Claims an act for this data file: one act is one set of units, so an act that already came
+   * through another data entry (of any source) is refused. Returns that entry, or null.
+   */
+  claimAct: (celex: string, entry: string) => string | null;
+  /** How far into the current data file an adapter has read (bytes), for the progress line. */
+  readAt?: (bytes: number) => void;
 }
 
 /** The unit kind each adapter makes (null: tables, never units). */
@@ -56,6 +66,7 @@ const MAKES: Record<AdapterName, UnitKind | null> = {
   'aligned-paragraphs': 'P',
   'aligned-rows': 'R',
   eurlex57k: 'P',
+  'eurlex-triples': 'P',
   'akoma-ntoso': 'A',
   csv: 'R',
   jsonstat: 'R',
@@ -76,7 +87,7 @@ export async function ingestSpec(x: IngestContext): Promise<void> {
   if (makes === null) return; // routing tables (eurovoc), read before any unit
   if (makes !== src.unit) throw new Error(`${where}: adapter ${spec.adapter} makes ${makes} units, the source sells ${src.unit}`);
   const routed = src.routed === true;
-  if (routed && spec.adapter !== 'aligned-paragraphs' && spec.adapter !== 'aligned-rows' && spec.adapter !== 'eurlex57k')
+  if (routed && spec.adapter !== 'aligned-paragraphs' && spec.adapter !== 'aligned-rows' && spec.adapter !== 'eurlex57k' && spec.adapter !== 'eurlex-triples')
     throw new Error(`${where}: adapter ${spec.adapter} reads no EuroVoc descriptors, so its data cannot be routed`);
 
   /** Products of an act's units: its route within the products naming the source (tracked for the report). */
@@ -92,6 +103,13 @@ export async function ingestSpec(x: IngestContext): Promise<void> {
     a.units++;
     return a.products; // the same array for every unit of the act
   };
+  /** One act, one set of units: false (reported) when another data entry already brought this act. */
+  const claim = (celex: string, file: string, line: number): boolean => {
+    const other = x.claimAct(celex, `${src.id} ${spec.path}`);
+    if (other === null) return true;
+    onBad(new IngestError(file, String(line), `act ${celex} already comes through ${other}: one act is one set of units (a buyer must not buy a paragraph twice under two references); keep the act in one data file`));
+    return false;
+  };
   const records = async (gen: AsyncIterable<SourceRecord>) => {
     for await (const r of gen) await x.emit(recordUnit(src, r), x.listed, r.file, r.where);
   };
@@ -105,17 +123,26 @@ export async function ingestSpec(x: IngestContext): Promise<void> {
         routes = await x.routesFor(spec.acts);
         rep.actsFile = spec.acts;
       }
+      // P units of an act (aligned-paragraphs) claim it once per file; aligned rows are R records of
+      // another product, not a second set of the act's paragraphs.
+      const seen = new Map<string, boolean>();
+      const mine = (celex: string, line: number): boolean => {
+        if (spec.adapter !== 'aligned-paragraphs') return true;
+        let ok = seen.get(celex);
+        if (ok === undefined) seen.set(celex, (ok = claim(celex, spec.path, line)));
+        return ok;
+      };
       const workers = x.workers ?? ((await stat(path)).size >= PARALLEL_MIN_BYTES ? availableParallelism() : 0);
       if (workers > 0) {
         const job = { adapter: spec.adapter, src: { id: src.id, publisher: src.publisher }, displayName: spec.path };
         for await (const it of parallelLines(path, job, workers, x.index, x.workerBlockBytes)) {
           if (!it.ok) onBad(new IngestError(spec.path, String(it.line), it.reason));
-          else await x.emitPrepared(it.unit, productsOf(it.celex, routes?.get(it.celex)), spec.path, String(it.line));
+          else if (mine(it.celex, it.line)) await x.emitPrepared(it.unit, productsOf(it.celex, routes?.get(it.celex)), spec.path, String(it.line));
         }
         return;
       }
       const make = spec.adapter === 'aligned-paragraphs' ? paragraphUnit : alignedRowUnit;
-      for await (const p of readAlignedParagraphs(path, spec.path, onBad)) await x.emit(make(src, p), productsOf(p.celex, routes?.get(p.celex)), p.file, String(p.line));
+      for await (const p of readAlignedParagraphs(path, spec.path, onBad)) if (mine(p.celex, p.line)) await x.emit(make(src, p), productsOf(p.celex, routes?.get(p.celex)), p.file, String(p.line));
       return;
     }
     case 'eurlex57k': {
@@ -126,8 +153,27 @@ export async function ingestSpec(x: IngestContext): Promise<void> {
           onBad(new IngestError(act.file, String(act.line), `act ${act.celex} is already ingested for ${src.id} from another line or file`));
           continue;
         }
+        if (!claim(act.celex, act.file, act.line)) continue;
         const route = x.routeAct(spec.path, act.celex, act.descriptors);
         for (const b of act.blocks) await x.emit(actBlockUnit(src, act, b), productsOf(act.celex, route), act.file, String(act.line));
+      }
+      return;
+    }
+    case 'eurlex-triples': {
+      // The acts carry EuroVoc labels: each is mapped to a descriptor id through the EuroVoc table
+      // (never guessed); a label that matches nothing is reported and the act routed by the others.
+      if (routed) rep.actsFile = spec.path;
+      for await (const act of readEurlexTriples(path, spec.path, onBad, x.readAt)) {
+        if (!claim(act.celex, act.file, act.line)) continue;
+        const ids: string[] = [];
+        for (const t of act.tags) {
+          const id = x.descriptorOfLabel(t);
+          if (id !== undefined) ids.push(id);
+          else (rep.unmatchedLabels ??= []).push(`${act.celex}: ${JSON.stringify(t)}`);
+        }
+        const route = routed ? x.routeAct(spec.path, act.celex, [...new Set(ids)].sort()) : undefined;
+        const products = productsOf(act.celex, route);
+        for (const p of act.paragraphs) await x.emit(actParagraphUnit(src, act, p), products, act.file, String(act.line));
       }
       return;
     }

@@ -15,6 +15,8 @@ export interface SourceReport {
   noAct: number; // routed records whose act is missing from the acts file
   noActSample?: string;
   actsFile?: string;
+  /** EuroVoc labels of acts that match no descriptor of the table ("CELEX: label"): reported, never guessed. */
+  unmatchedLabels?: string[];
   acts: Map<string, { products: string[]; units: number }>;
 }
 
@@ -72,6 +74,8 @@ export function formatReport(r: ReportInput): string {
     out.push(`  ${pid}: ${parts.join('; ')}; all sources ${total.u} units, ${total.r} rows`);
   }
   for (const rep of routedSources) {
+    if (rep.unmatchedLabels?.length)
+      out.push(`  ${rep.source}: ${rep.unmatchedLabels.length} EuroVoc label(s) match no descriptor of the table (not guessed; the act is routed by its other labels): ${list(rep.unmatchedLabels)}`);
     const nowhere = [...rep.acts].filter(([, a]) => a.products.length === 0);
     if (nowhere.length) out.push(`  ${rep.source}: acts in no rule of a product listing this source (units not stored): ${list(nowhere.map(([c, a]) => `${c} (${a.units})`))}`);
   }

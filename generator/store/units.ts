@@ -6,6 +6,7 @@ import type { Citation, Unit, UnitLicence, UnitRow } from '../../contract/store-
 import type { AknProvision } from '../ingest/akoma-ntoso.ts';
 import type { AlignedParagraph } from '../ingest/aligned-paragraphs.ts';
 import type { ActBlock, Eurlex57kAct } from '../ingest/eurlex57k.ts';
+import { eliOf, type ActParagraph, type TriplesAct } from '../ingest/eurlex-triples.ts';
 import type { IateEntry, IateTerm } from '../ingest/iate.ts';
 import type { SourceRecord } from '../ingest/records.ts';
 import type { DataSpec, Source } from '../model.ts';
@@ -57,6 +58,23 @@ export function actBlockUnit(src: Source, act: Eurlex57kAct, b: ActBlock): Built
       rows: [{ lang: 'en', kind: 'paragraph', text: b.text }],
     },
     searchText: b.text,
+    group: act.celex,
+  };
+}
+
+/**
+ * P unit from one paragraph of an act in the EUR-Lex-Triples packaging (English only, so one row):
+ * cited as a lawyer cites it (CELEX, the structure the text shows, the ELI where the CELEX number
+ * gives one) with the paragraph's position, which is also its number in the reference.
+ */
+export function actParagraphUnit(src: Source, act: TriplesAct, p: ActParagraph): BuiltUnit {
+  const eli = eliOf(act.celex);
+  const citation: Citation = { label: `CELEX ${act.celex}, ${p.cite} (paragraph ${p.pos})`, publisher: src.publisher, part: p.cite, celex: act.celex, para: p.pos };
+  if (eli) citation.eli = eli;
+  citation.url = eurlexUrl(act.celex);
+  return {
+    unit: { ref: `${src.id}:${act.celex}/${p.pos}`, source: src.id, kind: 'P', title: act.title, citation, rows: [{ lang: 'en', kind: 'paragraph', text: p.text }] },
+    searchText: p.text,
     group: act.celex,
   };
 }

@@ -7,6 +7,7 @@ import { buildStaleness, STAMP } from '../../scripts/build-state.mjs';
 import { dirname, join, relative } from 'node:path';
 import { REPO, tempDir } from './build.ts';
 import { EPOCH } from './publish.ts';
+import { TRIPLES } from './test-catalog.ts';
 
 /** README.md and every Markdown file under docs/, as paths relative to the repository. */
 export function documentationFiles(): string[] {
@@ -48,6 +49,9 @@ export async function freshCopy(name: string): Promise<string> {
     copyFileSync(join(REPO, f), join(dir, f));
   }
   symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'));
+  // The guides' blocks build the copy's catalog-src: with the suites' subset of the EUR-Lex-Triples
+  // acts (helpers/test-catalog.ts), not the million paragraphs every guide step would rebuild.
+  if (process.env.LDS_TEST_CATALOG_SRC) copyFileSync(join(process.env.LDS_TEST_CATALOG_SRC, TRIPLES), join(dir, 'catalog-src', TRIPLES));
   if (buildStaleness(REPO) === null) {
     // The stamp last, after everything it vouches for.
     const compiled = (src: string) => !src.startsWith(join(REPO, 'build', 'test-js')) && src !== join(REPO, STAMP);

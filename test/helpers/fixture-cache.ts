@@ -103,7 +103,7 @@ export async function cachedFixture(name: string, inputs: { paths: string[]; par
 }
 
 /** What every cached build is made from: a change to any of these makes a new one. */
-const BUILD_INPUTS = ['catalog-src', 'generator', 'contract', 'package-lock.json'];
+const BUILD_INPUTS = ['catalog-src', 'test/helpers/test-catalog.ts', 'generator', 'contract', 'package-lock.json'];
 
 /**
  * `make(dir)`, a build of catalog-src as this version of the generator builds it, copied into `root`
@@ -112,7 +112,9 @@ const BUILD_INPUTS = ['catalog-src', 'generator', 'contract', 'package-lock.json
  * that holds it) change.
  */
 export async function cachedBuild(name: string, root: string, make: (dir: string) => Promise<void>, extraInputs: string[] = []): Promise<void> {
-  const built = await cachedFixture(name, { paths: [...BUILD_INPUTS, ...extraInputs], params: name }, make);
+  // which catalog-src CATALOG_SRC is (the test copy or the shipped one) is part of what a build is made from
+  const params = `${name}\0${process.env.LDS_TEST_CATALOG_SRC ? 'test-catalog-src' : 'shipped'}`;
+  const built = await cachedFixture(name, { paths: [...BUILD_INPUTS, ...extraInputs], params }, make);
   await cp(built, root, { recursive: true, verbatimSymlinks: true });
 }
 

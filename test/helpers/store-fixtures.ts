@@ -3,6 +3,7 @@
 // generator's adapters, routing or unit builders, so a bug there cannot hide in the expectation.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { Level } from 'level';
 import { loadCatalogSrc } from '../../generator/load.ts';
@@ -18,6 +19,46 @@ export async function catalog(root = CATALOG_SRC): Promise<CatalogSrc> {
 
 export const EURLEX57K_FILES = ['data/eurlex57k/eurlex57k_dom32_36.jsonl', 'data/eurlex57k/eurlex57k_dom28.jsonl'];
 const ESCO_SKILL_FILES = ['data/esco/transversalSkillsCollection_en.csv', 'data/esco/ictSkillsCollection_en.csv'];
+
+export const TRIPLES_FILE = 'data/eurlex_triples/eurlex_triples_acts.jsonl.gz';
+
+/**
+ * The paragraphs of an act of the EUR-Lex-Triples cut, counted independently of the adapter
+ * (generator/ingest/eurlex-triples.ts) from the rule its unit_definition states: the non-empty
+ * lines, less the page furniture among the first 8, less the title lines (before "Having regard",
+ * "THE ", "HAVE ", "HAS ", "Whereas" or "Article n" within the first 8 lines, each at most 300
+ * characters; else the first line), less every line that only introduces the next one (a label,
+ * a heading, the article title after "Article n" outside the annexes), plus one when the text ends
+ * in such lines.
+ */
+export function countTriplesParagraphs(celex: string, reference: string): number {
+  const furniture = /^(\d{1,2}\.\d{1,2}\.\d{4}|EN|Official Journal of the European Union|[LC] \d+[A-Z]?\s*\/\s*\d+|EUR-Lex - .+ - EN|Important legal notice|Avis juridique important|\||Official Journal [LC] \d+[A-Z]? ?, .*)$/;
+  let lines = reference.split('\n').map((l) => l.trim()).filter(Boolean);
+  lines = lines.filter((l, i) => i >= 8 || !(l === celex || furniture.test(l)));
+  const end = lines.slice(0, 8).findIndex((l) => /^(Having regard|THE |HAVE |HAS |Whereas|Article \d)/.test(l));
+  const title = end === 0 ? 0 : end > 0 && lines.slice(0, end).every((l) => l.length <= 300) ? end : lines.length > 1 && lines[0].length <= 300 ? 1 : 0;
+  lines = lines.slice(title);
+  const label = /^([‘'"(]?(\d{1,3}[a-z]?|[a-z]{1,2}|[ivxlc]{1,6})[.)]|\(\d{1,3}[a-z]?\)|[—–•-])$/;
+  const heading = /^(ANNEX( ([IVXLC]+|\d+[A-Z]?|[A-Z]))?|(CHAPTER|TITLE|SECTION|PART|Chapter|Title|Section|Part) ([IVXLC]+|\d+[A-Z]?|[A-Z])|Whereas:?)$/;
+  let inAnnex = false;
+  let introducers = 0;
+  let trailing = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i];
+    const article = !inAnnex && /^Article \d+[a-z]*$/.test(l);
+    if (/^ANNEX\b/.test(l) && heading.test(l)) inAnnex = true;
+    const articleTitle = !inAnnex && i > 0 && /^Article \d+[a-z]*$/.test(lines[i - 1]) && l.length <= 150 && !/[.;:,]$/.test(l) && !label.test(l) && !heading.test(l) && i + 1 < lines.length;
+    const intro = article || articleTitle || (heading.test(l) && !(inAnnex && /^Whereas/.test(l))) || label.test(l);
+    if (intro) introducers++;
+    trailing = intro ? trailing + 1 : 0;
+  }
+  return lines.length - introducers + (trailing > 0 ? 1 : 0);
+}
+
+/** The acts of the EUR-Lex-Triples cut in `root` (JSON lines of a gzip). */
+export function triplesActs(root: string): { celex_id: string; reference: string; tags: string[] }[] {
+  return gunzipSync(readFileSync(join(root, TRIPLES_FILE))).toString('utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+}
 
 const jsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
 
@@ -51,6 +92,15 @@ export function expectedCounts(cat: CatalogSrc): Expected {
       const texts: string[] = [act.header, act.recitals ?? '', ...act.main_body, act.attachments ?? ''];
       blocks.set(act.celex_id, texts.filter((t) => t.trim() !== '').length);
     }
+  }
+
+  // EUR-Lex-Triples acts: EuroVoc labels matched to the table's English labels (trimmed, any case)
+  const byLabel = new Map<string, string>();
+  for (const r of parseCsv(readFileSync(join(root, 'data/eurovoc/descriptors.csv')), { columns: true }) as Record<string, string>[]) byLabel.set(r.label_en.trim().toLowerCase(), r.descriptor_id);
+  const tripleParagraphs = new Map<string, number>();
+  for (const act of triplesActs(root)) {
+    route(act.celex_id, act.tags.map((t) => byLabel.get(t.trim().toLowerCase())).filter((d): d is string => d !== undefined));
+    tripleParagraphs.set(act.celex_id, countTriplesParagraphs(act.celex_id, act.reference));
   }
 
   const paragraphs = jsonl(join(root, 'data/eurlex/multi_eurlex_paragraphs_aligned.jsonl'));
@@ -101,6 +151,7 @@ export function expectedCounts(cat: CatalogSrc): Expected {
         if (source === 'fi.finlex') rows = units = provisions;
         if (source === 'global.ecdc') rows = units = ecdcRecords;
         if (source === 'eu.eurlex') for (const [celex, n] of blocks) if (routedHere(celex)) { units += n; rows += n; }
+        if (source === 'eu.eurlex') for (const [celex, n] of tripleParagraphs) if (routedHere(celex)) { units += n; rows += n; }
         if (source === 'global.esco') rows = units = escoUnits;
         if (source === 'global.openaire') rows = units = openaireUnits;
         if (source === 'global.eea') rows = units = eeaUnits;
