@@ -4,6 +4,7 @@
 // objects" paid from a balance returning units that cite CELEX 32014L0060, and the README's buyer
 // example (the curl draw and the `npx lds buy` line) answering as its comments promise, with every
 // product's example query finding its real content.
+import { execFileSync } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mkdtemp, readFile } from 'node:fs/promises';
@@ -67,11 +68,17 @@ test("the README's buyer example answers as its comments say: the curl draw is a
   assert.ok(quote.quote_id && quote.breakdown.length > 0, JSON.stringify(quote));
   const line = /npx lds buy ([^\n\\]+)\\\n\s+([^#\n]+)#/.exec(readme);
   assert.ok(line, 'the README buys with npx lds buy');
-  const dir = await mkdtemp(join(fx.root, 'buyer-'));
-  const args = `${line![1]} ${line![2]}`.trim().split(/\s+/).map((a) => (a === 'balance-token' || a === 'receipts.ndjson' ? join(dir, a) : a));
-  const buy = await cliAsync(['buy', '--base-url', srv.base, ...args], { env: { LDS_BALANCE_TOKEN: '' }, timeoutMs: 300_000 });
+  // The README's files live in the buyer's home (~/.config/lds, $XDG_STATE_HOME): a home of the test's own.
+  const home = await mkdtemp(join(fx.root, 'buyer-'));
+  const env = { HOME: home, XDG_STATE_HOME: '', LDS_BALANCE_TOKEN: '' };
+  const args = `${line![1]} ${line![2]}`.trim().split(/\s+/).map((a) => a.replace(/^~\//, `${home}/`));
+  const buy = await cliAsync(['buy', '--base-url', srv.base, ...args], { env, timeoutMs: 300_000 });
   assert.is(buy.code, 0, buy.stdout + buy.stderr);
-  const verify = await cliAsync(['receipts', 'verify', join(dir, 'receipts.ndjson')], { timeoutMs: 300_000 });
+  const verifyLine = /npx lds receipts verify (\S+)/.exec(readme);
+  assert.ok(verifyLine, 'the README verifies the journal');
+  const journal = execFileSync('sh', ['-c', `printf %s ${verifyLine![1]}`], { env: { ...process.env, ...env }, encoding: 'utf8' });
+  assert.ok(journal.startsWith(home), `the journal the README verifies is in the buyer's home: ${journal}`);
+  const verify = await cliAsync(['receipts', 'verify', journal], { env, timeoutMs: 300_000 });
   assert.is(verify.code, 0, verify.stdout + verify.stderr);
 });
 
