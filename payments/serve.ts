@@ -278,7 +278,12 @@ async function openServiceLedger(config: ServiceConfig, opts: StartOptions, logg
   let admin: OpenedLedger['admin'] = null;
   if (ledger.backend === 'level') {
     const { adminSocketPath, serveLedgerAdmin } = await import('./ledger/level/admin.ts');
-    admin = await serveLedgerAdmin(ledger, adminSocketPath(config.ledgerDir));
+    try {
+      admin = await serveLedgerAdmin(ledger, adminSocketPath(config.ledgerDir));
+    } catch (err) {
+      await ledger.close(); // a failed start leaves nothing open (and the process free to exit)
+      throw err;
+    }
   }
   return { ledger, admin, fatal: () => fatal };
 }

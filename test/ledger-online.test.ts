@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { cliAsync } from './helpers/build.ts';
 import { sharedSecrets, startInstance, stopInstance, type Instance } from './helpers/instances.ts';
 import { BACKEND, ledgerEnv, newLedgerSettings } from './helpers/ledgers.ts';
-import { bearer, buildFixture, postJson, refsByProduct, topUp, type Fixture } from './helpers/service-harness.ts';
-import type { LedgerSettings } from '../payments/ledger/open.ts';
+import { bearer, buildFixture, postJson, refsByProduct, startTestServer, topUp, type Fixture } from './helpers/service-harness.ts';
+import { openLedger, type LedgerSettings } from '../payments/ledger/open.ts';
 import { Progress } from './helpers/progress.ts';
 
 const PRODUCT = 'svc-health-eu';
@@ -82,5 +82,22 @@ test(`${BACKEND}: verify and export while the service pays draws`, async () => {
     assert.match(r.stdout, /verified clean/);
   }
 });
+
+
+// A Unix socket path has at most 107 bytes (Linux): Node listened on the path cut short, and the
+// start then failed on the chmod with ENOENT, leaving the ledger open and the process hanging.
+if (BACKEND === 'level')
+  test('LevelDB: a ledger folder whose admin socket path is too long stops the start, naming the setting to shorten, with nothing left open', async () => {
+    const deep = join(fx.root, 'v'.repeat(Math.max(1, 110 - fx.root.length)));
+    const err = await startTestServer(fx, { env: { LDS_LEDGER_DIR: join(deep, 'ledger') } }).then(
+      (s) => s.close().then(() => null),
+      (e: Error) => e,
+    );
+    assert.ok(err, 'the start was refused');
+    assert.match(err.message, /admin socket .*ledger\.sock is \d+ bytes long, more than the 107 a Unix socket path may have: set LDS_VAR_DIR \(or LDS_LEDGER_DIR\) to a shorter folder/);
+    // nothing was left open: the same ledger folder opens again at once (LevelDB's lock released)
+    const reopened = await openLedger({ ledgerDir: join(deep, 'ledger') });
+    await reopened.close();
+  });
 
 test.run();

@@ -4,15 +4,22 @@
 // the one rule for a used top-up credential (both forms), Payment-Authorization without a Bearer
 // token, currency codes in any case, duplicate unit references, a product without live units,
 // and HTTP edge cases (no Host, truncated body, unparseable request) answered as problems.
+// Every shipped product sells (issue 49), so the fixture is the usual build except that
+// svc-media-eu's routing names a descriptor no act carries (a product a publisher has just added):
+// the product without live units the draw must answer with the catalogue's reason.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { connect } from 'node:net';
 import { Credential, Receipt } from 'mppx';
 import { PROBLEM_BASE } from './helpers/problems.ts';
 import { hashToken } from '../payments/tokens.ts';
-import { bearer, buildFixture, mppxClient, postJson, refsByProduct, startTestServer, topUp, type Fixture, type TestServer } from './helpers/service-harness.ts';
+import { join } from 'node:path';
+import { editJson } from './helpers/build.ts';
+import { cachedFixtureFrom } from './helpers/source-fixture.ts';
+import { bearer, mppxClient, postJson, refsByProduct, startTestServer, topUp, type Fixture, type TestServer } from './helpers/service-harness.ts';
 
 const PRODUCT = 'svc-language-eu';
+const UNROUTED = 'svc-media-eu';
 const TOPUP_TIMEOUT_MS = 1200;
 let fx: Fixture;
 let srv: TestServer;
@@ -22,7 +29,9 @@ let clockOffset = 0;
 const now = () => Date.now() + clockOffset;
 
 test.before(async () => {
-  fx = await buildFixture();
+  fx = await cachedFixtureFrom('service-unrouted', (src) => editJson(join(src, `products/${UNROUTED}.json`), (d) => {
+    d.routing = { domains: [], microthesauri: [], descriptors: ['c_ffffffff'] };
+  }), ['test/service-first-hour.test.ts']);
   refs = (await refsByProduct(fx.store)).get(PRODUCT)!;
   // Short request timeouts so the 408 test does not wait 15 s; everything else is fast anyway.
   srv = await startTestServer(fx, { now, env: { LDS_REQUEST_TIMEOUT_MS: String(TOPUP_TIMEOUT_MS), LDS_HEADERS_TIMEOUT_MS: String(TOPUP_TIMEOUT_MS) } });
@@ -181,8 +190,9 @@ test('duplicate unit references count once: 101 copies of one reference are one 
 // ------------------------------------------------------------------ 6. a product without live units
 
 test('a product without live units: 404 product-unavailable with the catalogue\'s reason, not no-matching-units', async () => {
-  const empty = fx.catalogue.products.find((p: any) => p.live_unit_count === 0);
-  assert.ok(empty, 'the fixture catalogue has a product without live units');
+  const empty = fx.catalogue.products.find((p: any) => p.product_id === UNROUTED);
+  assert.is(empty.live_unit_count, 0);
+  assert.match(empty._health.rollup_reason, /carries a EuroVoc descriptor in this product's rule \(descriptors c_ffffffff\)/);
   for (const req of [{ product_id: empty.product_id, query: 'regulation' }, { product_id: empty.product_id, units: ['eu.eurlex:32016R0679#p1'] }]) {
     const res = await postJson(`${srv.base}/lds/draw`, req);
     const text = await res.text();

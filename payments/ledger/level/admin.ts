@@ -12,8 +12,24 @@ export function adminSocketPath(ledgerDir: string): string {
   return `${ledgerDir.replace(/\/+$/, '')}.sock`;
 }
 
+/**
+ * The longest Unix socket path the kernel takes (sun_path is 108 bytes on Linux, 104 on macOS and
+ * the BSDs, NUL included). Node does not refuse a longer one: it listens on the path cut short, and
+ * the socket is then nowhere the CLI looks. So a longer path is refused, naming what to change.
+ */
+const MAX_SOCKET_PATH_BYTES = process.platform === 'linux' ? 107 : 103;
+
+export function checkAdminSocketPath(socketPath: string): void {
+  const bytes = Buffer.byteLength(socketPath);
+  if (bytes > MAX_SOCKET_PATH_BYTES)
+    throw new Error(
+      `the ledger's admin socket ${socketPath} is ${bytes} bytes long, more than the ${MAX_SOCKET_PATH_BYTES} a Unix socket path may have: set LDS_VAR_DIR (or LDS_LEDGER_DIR) to a shorter folder`,
+    );
+}
+
 /** Serves GET /verify (JSON violations) and GET /export (NDJSON) on the socket. */
 export async function serveLedgerAdmin(ledger: Ledger, socketPath: string): Promise<{ close(): Promise<void> }> {
+  checkAdminSocketPath(socketPath);
   // We hold the LevelDB lock, so a socket file left here belongs to a process that is gone.
   await unlink(socketPath).catch(() => {});
   const server: Server = createServer((req, res) => {
