@@ -127,11 +127,11 @@ export class SimViolation extends Error {
 
 // ------------------------------------------------------------------------------------- environment
 
-export async function prepareEnv(backend: Backend, o: { instances: number; pgUrl?: string; /** host:port of a pooler (PgBouncer) in front of pgUrl's server: the instances and ledger commands connect through it */ pooler?: string; ownPg?: boolean; /** PostgreSQL: a primary with a synchronous standby, for failovers (default: when Debian's PostgreSQL is installed) */ cluster?: boolean }): Promise<SimEnv> {
+export async function prepareEnv(backend: Backend, o: { instances: number; /** the catalog-src to build (default: the repository's own) */ srcDir?: string; pgUrl?: string; /** host:port of a pooler (PgBouncer) in front of pgUrl's server: the instances and ledger commands connect through it */ pooler?: string; ownPg?: boolean; /** PostgreSQL: a primary with a synchronous standby, for failovers (default: when Debian's PostgreSQL is installed) */ cluster?: boolean }): Promise<SimEnv> {
   const root = await mkdtemp(join(tmpdir(), 'lds-sim-'));
   const dist = join(root, 'dist');
   const store = join(root, 'store');
-  await build({ srcDir: join(REPO, 'catalog-src'), outDir: dist, storeRoot: store, addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example'), sourceDateEpoch: 1767225600 });
+  await build({ srcDir: o.srcDir ?? join(REPO, 'catalog-src'), outDir: dist, storeRoot: store, addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example'), sourceDateEpoch: 1767225600 });
   const catalogue = JSON.parse(readFileSync(join(dist, 'v1/lds/_catalog'), 'utf8'));
   const spec = JSON.parse(readFileSync(join(dist, 'v1/specification'), 'utf8'));
   const bounds = findUnitBounds(spec);
@@ -231,7 +231,10 @@ async function readProducts(storeRoot: string, catalogue: any): Promise<ProductI
       const text = `${su.unit.title ?? ''} ${su.unit.rows?.[0]?.text?.slice(0, 200) ?? ''}`;
       const ws = (text.match(/[A-Za-z]{6,}/g) ?? []).slice(0, 3).map((w) => w.toLowerCase());
       for (const p of su.products) {
-        refs.set(p, [...(refs.get(p) ?? []), su.unit.ref]);
+        // appended in place: the real catalogue has a million units (a copy per unit was quadratic)
+        const list = refs.get(p);
+        if (list) list.push(su.unit.ref);
+        else refs.set(p, [su.unit.ref]);
         const set = words.get(p) ?? new Set<string>();
         for (const w of ws) if (set.size < 40) set.add(w);
         words.set(p, set);

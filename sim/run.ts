@@ -20,6 +20,8 @@ export interface SimConfig extends Omit<RunOptions, 'seed' | 'log'> {
   /** host:port of a pooler in front of pgUrl's server (PgBouncer): the instances connect through it */
   pooler?: string;
   ownPg?: boolean;
+  /** the catalog-src to build (default: the repository's own; the tests give their smaller copy) */
+  srcDir?: string;
   print: (line: string) => void;
 }
 
@@ -49,7 +51,7 @@ export function replayCommand(c: SimConfig, seed: number): string {
 
 export async function runSim(c: SimConfig, givenEnv?: SimEnv): Promise<SimSummary> {
   const t0 = Date.now();
-  const env = givenEnv ?? (await prepareEnv(c.backend, { instances: c.instances, ...(c.pgUrl ? { pgUrl: c.pgUrl } : {}), ...(c.pooler ? { pooler: c.pooler } : {}), ...(c.ownPg !== undefined ? { ownPg: c.ownPg } : {}), ...(c.maxFailovers === 0 ? { cluster: false } : {}) }));
+  const env = givenEnv ?? (await prepareEnv(c.backend, { instances: c.instances, ...(c.pgUrl ? { pgUrl: c.pgUrl } : {}), ...(c.pooler ? { pooler: c.pooler } : {}), ...(c.ownPg !== undefined ? { ownPg: c.ownPg } : {}), ...(c.srcDir ? { srcDir: c.srcDir } : {}), ...(c.maxFailovers === 0 ? { cluster: false } : {}) }));
   if (env.pg) c.print(`sim ${c.backend}: PostgreSQL is ${env.pg.describe}`);
   const summary: SimSummary = { backend: c.backend, histories: 0, steps: 0, restarts: 0, pgRestarts: 0, failovers: 0, ms: 0, failures: [], outcomes: [] };
   try {

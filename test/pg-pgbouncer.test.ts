@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import pg from 'pg';
 import { runSim } from '../sim/run.ts';
-import { cliAsync } from './helpers/build.ts';
+import { CATALOG_SRC, cliAsync } from './helpers/build.ts';
 import { sharedSecrets, startInstances, stopInstance, type Instance } from './helpers/instances.ts';
 import { ledgerRecords } from './helpers/ledgers.ts';
 import { startPaying } from './helpers/paying.ts';
@@ -163,6 +163,7 @@ test('the simulator runs a seeded history through PgBouncer in transaction pooli
     instances: 2,
     pgUrl: server.url,
     pooler: `127.0.0.1:${b.port}`,
+    srcDir: CATALOG_SRC,
     faults: true,
     maxRestarts: 1,
     maxPgRestarts: 0,

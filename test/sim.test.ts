@@ -12,7 +12,7 @@ import { prepareEnv, type SimEnv } from '../sim/driver.ts';
 import { runSim, type SimConfig } from '../sim/run.ts';
 import type { Op } from '../sim/model.ts';
 import { BACKEND } from './helpers/ledgers.ts';
-import { REPO } from './helpers/build.ts';
+import { CATALOG_SRC, REPO } from './helpers/build.ts';
 import { locate, POSTGRES_SERVER, REQUIRE_PROGRAMS } from './helpers/programs.ts';
 
 const SEEDS = Number(process.env.LDS_SIM_SEEDS ?? (BACKEND === 'level' ? 4 : 3));
@@ -50,7 +50,7 @@ const failovers = BACKEND === 'postgres' && ('path' in locate(POSTGRES_SERVER) |
 
 test.before(async () => {
   // PostgreSQL: servers of the simulator's own, so that it can restart them and fail over.
-  env = await prepareEnv(BACKEND, { instances: 2, ownPg: true, cluster: failovers });
+  env = await prepareEnv(BACKEND, { instances: 2, ownPg: true, cluster: failovers, srcDir: CATALOG_SRC });
 });
 test.after(async () => {
   await env?.close();
