@@ -6,11 +6,12 @@ the unit store's tokenizer cut it, joined by spaces, so every engine indexes the
   search_engines.py check
   search_engines.py build-xapian <docs.jsonl> <db folder>
   search_engines.py build-fts5   <docs.jsonl> <db file>
-  search_engines.py query-xapian <db folder> <queries.json> <product> <passes>
-  search_engines.py query-fts5   <db file>   <queries.json> <product> <passes>
+  search_engines.py query-xapian <db folder> <queries.json> <passes>
+  search_engines.py query-fts5   <db file>   <queries.json> <passes>
 
-Each prints one JSON object on its last line. Queries are disjunctive (OR), BM25, top 10, within
-one product (a filter term that does not score). Needs Debian's python3-xapian and a sqlite3
+queries.json: [{"product": ..., "terms": [...]}, ...]. Each prints one JSON object on its last line.
+Queries are disjunctive (OR), BM25, top 10, within the query's product (a filter term that does not
+score). Needs Debian's python3-xapian and a sqlite3
 module built with FTS5 (Debian's python3 has both).
 """
 import json
@@ -109,34 +110,33 @@ def run_queries(queries, passes, one):
     print(json.dumps({'ms': times, 'tops': tops, 'peak_rss_mb': peak_rss_mb()}))
 
 
-def query_xapian(db_path, queries_path, product, passes):
+def query_xapian(db_path, queries_path, passes):
     import xapian
     db = xapian.Database(db_path)
     enquire = xapian.Enquire(db)
     # k1 and b as the unit store's; k2 0, k3 1 (Xapian's defaults); no clamping of short lengths
     enquire.set_weighting_scheme(xapian.BM25Weight(1.2, 0, 1, 0.75, 0))
-    only = xapian.Query('P' + product)
     queries = json.load(open(queries_path))
 
-    def one(terms):
-        q = xapian.Query(xapian.Query.OP_OR, [xapian.Query(t) for t in terms])
-        enquire.set_query(xapian.Query(xapian.Query.OP_FILTER, q, only))
+    def one(query):
+        q = xapian.Query(xapian.Query.OP_OR, [xapian.Query(t) for t in query['terms']])
+        enquire.set_query(xapian.Query(xapian.Query.OP_FILTER, q, xapian.Query('P' + query['product'])))
         return [m.document.get_data().decode() for m in enquire.get_mset(0, 10)]
 
     run_queries(queries, passes, one)
 
 
-def query_fts5(db_path, queries_path, product, passes):
+def query_fts5(db_path, queries_path, passes):
     import sqlite3
     con = sqlite3.connect(db_path)
     queries = json.load(open(queries_path))
     # bm25() is lower for better matches; the products column weighs 0, so the filter does not score
     sql = ('SELECT refs.ref FROM (SELECT rowid, bm25(units, 1.0, 0.0) AS score FROM units WHERE units MATCH ? '
            'ORDER BY score, rowid LIMIT 10) AS top JOIN refs ON refs.id = top.rowid ORDER BY top.score, top.rowid')
-    only = product.replace('-', '_')
 
-    def one(terms):
-        match = '{text}: (' + ' OR '.join('"%s"' % t for t in terms) + ') AND {products}: "%s"' % only
+    def one(query):
+        only = query['product'].replace('-', '_')
+        match = '{text}: (' + ' OR '.join('"%s"' % t for t in query['terms']) + ') AND {products}: "%s"' % only
         return [r[0] for r in con.execute(sql, (match,)).fetchall()]
 
     run_queries(queries, passes, one)
@@ -151,8 +151,8 @@ if __name__ == '__main__':
     elif cmd == 'build-fts5':
         build_fts5(*args)
     elif cmd == 'query-xapian':
-        query_xapian(args[0], args[1], args[2], int(args[3]))
+        query_xapian(args[0], args[1], int(args[2]))
     elif cmd == 'query-fts5':
-        query_fts5(args[0], args[1], args[2], int(args[3]))
+        query_fts5(args[0], args[1], int(args[2]))
     else:
         sys.exit('unknown command ' + cmd)
