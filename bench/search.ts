@@ -31,7 +31,10 @@ import { actProducts, benchQueries, buildStore, corpusOf, du, latencies, PRODUCT
 import { realCorpus, realDocsAndQueries, TRIPLES_DATA, type BenchDoc, type BenchQuery } from './corpus-real.ts';
 
 // main: [N | real]; a phase's process: <phase> [N | real]
-const ARG = (process.argv[2] && process.argv[2] in { synth: 1, build: 1, export: 1, query: 1 } ? process.argv[3] : process.argv[2]) ?? process.env.BENCH_UNITS;
+const PHASES = ['synth', 'build', 'export', 'query'] as const;
+type Phase = (typeof PHASES)[number];
+const PHASE = (PHASES as readonly string[]).includes(process.argv[2] ?? '') ? (process.argv[2] as Phase) : null;
+const ARG = (PHASE ? process.argv[3] : process.argv[2]) ?? process.env.BENCH_UNITS;
 const REAL = ARG === 'real';
 const N = REAL ? 0 : Number(ARG ?? 1_000_000);
 const C = REAL ? realCorpus() : corpusOf(N);
@@ -133,7 +136,7 @@ async function queryStore(): Promise<Record<string, unknown>> {
   return { ms, rank_ms: rankMs, rank_ms_one_thread: oneMs, search_threads: threads, tops, slowest: slowest.map(([q, t]) => `${q} (${t.toFixed(1)} ms)`), peak_rss_mb: process.resourceUsage().maxRSS / 1024, store_version: await readCurrentVersion(C.store) };
 }
 
-const phases: Record<string, () => Promise<Record<string, unknown>>> = { synth: () => synth(C), build: () => (REAL ? buildStore(C, [TRIPLES_DATA]) : buildStore(C)), export: exportDocs, query: queryStore };
+const phases: Record<Phase, () => Promise<Record<string, unknown>>> = { synth: () => synth(C), build: () => (REAL ? buildStore(C, [TRIPLES_DATA]) : buildStore(C)), export: exportDocs, query: queryStore };
 
 // ---- driver ----------------------------------------------------------------------------------------
 
@@ -265,6 +268,5 @@ async function main(): Promise<void> {
   );
 }
 
-const phase = process.argv[2];
-if (phase && phase in phases) console.log(JSON.stringify(await phases[phase]()));
+if (PHASE) console.log(JSON.stringify(await phases[PHASE]()));
 else await main();

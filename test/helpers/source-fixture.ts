@@ -8,10 +8,10 @@ import { build } from '../../generator/build.ts';
 import { localAddresses } from '../../generator/addresses.ts';
 import { copyCatalogSrc } from './build.ts';
 import { cachedBuild } from './fixture-cache.ts';
-import type { Fixture } from './service-harness.ts';
+import { FIXTURE_EPOCH, type Fixture } from './service-harness.ts';
 
 async function buildInto(srcDir: string, root: string): Promise<void> {
-  await build({ srcDir, outDir: join(root, 'dist'), storeRoot: join(root, 'store'), addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example'), sourceDateEpoch: 1767225600 });
+  await build({ srcDir, outDir: join(root, 'dist'), storeRoot: join(root, 'store'), addresses: localAddresses('http://127.0.0.1:8080', 'https://publisher.example'), sourceDateEpoch: FIXTURE_EPOCH });
 }
 
 function fixtureIn(root: string): Fixture {
